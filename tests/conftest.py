@@ -1,0 +1,42 @@
+"""Shared fixtures: the corpus copy in tests/corpus and the real ASR engine (loaded once)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def manifest() -> dict[str, dict[str, object]]:
+    rows = [json.loads(line) for line in (CORPUS / "manifest.jsonl").read_text().splitlines()]
+    return {Path(str(r["file"])).stem: r for r in rows}
+
+
+def clip(name: str, lead_s: float = 0.5, tail_s: float = 0.0) -> np.ndarray:
+    """A corpus clip as 16 kHz float audio, with silence before (and optionally after) it."""
+    from voice.audio import read_wav
+
+    row = manifest()[name]
+    audio = read_wav(CORPUS / str(row["file"]))
+    return np.concatenate(
+        [
+            np.zeros(int(lead_s * 16000), np.float32),
+            audio,
+            np.zeros(int(tail_s * 16000), np.float32),
+        ]
+    )
+
+
+def reference(name: str) -> str:
+    return str(manifest()[name]["text_normalized"])
+
+
+@pytest.fixture(scope="session")
+def engine():  # type: ignore[no-untyped-def]
+    from voice.listen.whisper import WhisperEngine
+
+    return WhisperEngine()

@@ -1,0 +1,45 @@
+"""LocalAgreement and hypothesis alignment on scripted hypotheses."""
+
+import itertools
+
+from voice.listen.agreement import LocalAgreement, tail_after
+
+
+def test_commits_what_two_passes_agree_on_but_never_the_last_word() -> None:
+    la = LocalAgreement(holdback=1)
+    assert la.update(["he", "could"]) == []
+    assert la.update(["he", "could"]) == ["he"]  # both agree on "could", but it is last
+    assert la.update(["could", "wait"]) == ["could"]
+    assert la.update(["wait", "no"]) == ["wait"]
+    assert la.committed == ["he", "could", "wait"]
+    assert la.tail == ["no"]
+
+
+def test_comparison_ignores_case_and_punctuation() -> None:
+    la = LocalAgreement(holdback=0)
+    la.update(["Hello,", "World"])
+    assert la.update(["hello", "world."]) == ["hello", "world."]
+
+
+def test_committed_words_never_change() -> None:
+    la = LocalAgreement(holdback=0)
+    history = []
+    for hyp in ["a b c", "a b d", "x y", "x y z", "q"]:
+        la.update(hyp.split())
+        history.append(list(la.committed))
+    for earlier, later in itertools.pairwise(history):
+        assert later[: len(earlier)] == earlier
+
+
+def test_tail_after_exact_prefix() -> None:
+    assert tail_after(["he", "could"], ["He", "could", "wait"]) == ["wait"]
+
+
+def test_tail_after_a_revised_committed_word() -> None:
+    committed = ["for", "a", "full", "hour", "he", "had", "paced"]
+    hypothesis = ["For", "a", "full", "hour,", "he", "had", "paste", "up", "and", "down"]
+    assert tail_after(committed, hypothesis) == ["up", "and", "down"]
+
+
+def test_tail_after_nothing_committed_is_everything() -> None:
+    assert tail_after([], ["a", "b"]) == ["a", "b"]

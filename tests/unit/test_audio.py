@@ -1,0 +1,95 @@
+"""Audio core: conversions, resampling, downmixing, WAV I/O and its errors."""
+
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voice.audio import Resampler, float_to_pcm16, pcm16_to_float, read_wav, resample, write_wav
+from voice.audio.wav import read_wav_native
+from voice.errors import AudioFormatError
+
+
+def tone(freq: float, rate: int, seconds: float = 1.0) -> np.ndarray:
+    t = np.arange(int(rate * seconds)) / rate
+    return (0.5 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+def dominant_frequency(audio: np.ndarray, rate: int) -> float:
+    spectrum = np.abs(np.fft.rfft(audio * np.hanning(len(audio))))
+    return float(np.argmax(spectrum) * rate / len(audio))
+
+
+@pytest.mark.parametrize("rate", [8000, 22050, 44100, 48000])
+def test_resample_keeps_pitch_and_length(rate: int) -> None:
+    out = resample(tone(440, rate), rate, 16000)
+    assert abs(len(out) - 16000) <= 2
+    assert abs(dominant_frequency(out, 16000) - 440) < 3
+
+
+def test_downsampling_removes_content_above_the_new_nyquist() -> None:
+    out = resample(tone(12000, 48000), 48000, 16000)  # 12 kHz cannot exist at 16 kHz
+    assert np.sqrt(np.mean(out[1000:-1000] ** 2)) < 0.01  # linear interpolation would alias it
+
+
+def test_streaming_resampler_matches_whole_signal() -> None:
+    signal = tone(300, 48000)
+    resampler = Resampler(48000, 16000)
+    pieces = [resampler.process(signal[i : i + 960]) for i in range(0, len(signal), 960)]
+    pieces.append(resampler.process(np.zeros(0, np.float32), last=True))
+    streamed = np.concatenate(pieces)
+    whole = resample(signal, 48000, 16000)
+    n = min(len(streamed), len(whole)) - 200
+    assert abs(len(streamed) - len(whole)) <= 2
+    assert np.corrcoef(streamed[200:n], whole[200:n])[0, 1] > 0.999
+
+
+def test_pcm16_round_trip_and_clipping() -> None:
+    x = np.array([0.0, 0.5, -0.5, 2.0, -2.0], np.float32)
+    pcm = float_to_pcm16(x)
+    assert pcm.tolist()[3:] == [32767, -32768]
+    assert np.allclose(pcm16_to_float(pcm)[:3], x[:3], atol=1e-4)
+    assert np.allclose(pcm16_to_float(pcm.tobytes()), pcm16_to_float(pcm))
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_wav_widths_read_back(tmp_path: Path, width: int) -> None:
+    signal = tone(440, 16000, 0.2)
+    path = tmp_path / f"w{width}.wav"
+    scale = {1: 127, 2: 32767, 3: 8388607, 4: 2147483647}[width]
+    ints = np.round(signal * scale).astype(np.int64)
+    if width == 1:
+        raw = (ints + 128).astype(np.uint8).tobytes()
+    elif width == 3:
+        raw = b"".join(int(v).to_bytes(3, "little", signed=True) for v in ints)
+    else:
+        raw = ints.astype({2: "<i2", 4: "<i4"}[width]).tobytes()
+    with wave.open(str(path), "wb") as wf:
+        wf.setnchannels(1)
+        wf.setsampwidth(width)
+        wf.setframerate(16000)
+        wf.writeframes(raw)
+    back = read_wav(path)
+    assert np.max(np.abs(back - signal)) < 0.02
+
+
+def test_stereo_is_downmixed_and_resampled(tmp_path: Path) -> None:
+    left, right = tone(440, 44100), np.zeros(44100, np.float32)
+    write_wav(tmp_path / "s.wav", np.stack([left, right], axis=1), 44100)
+    native, rate = read_wav_native(tmp_path / "s.wav")
+    assert native.shape == (44100, 2) and rate == 44100
+    mono = read_wav(tmp_path / "s.wav")
+    assert abs(len(mono) - 16000) <= 2
+    assert 0.2 < np.max(np.abs(mono)) < 0.3  # the average of the two channels
+
+
+def test_unreadable_files_give_clear_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"RIFF not really a wav")
+    with pytest.raises(AudioFormatError, match="16-bit PCM"):
+        read_wav(bad)
+    with pytest.raises(AudioFormatError, match="not found"):
+        read_wav(tmp_path / "missing.wav")
+    with pytest.raises(AudioFormatError, match="sample rate"):
+        resample(np.zeros(10, np.float32), 0, 16000)

@@ -1,0 +1,104 @@
+"""The Listener core on a scripted timeline with fake engines (pure scheduling logic).
+
+The classifier calls a frame speech when it is loud; the recogniser "hears"
+one word per 200 ms of loud audio. Real models are tested in tests/component.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from voice.events import Final, Partial, SpeechEnd, SpeechStart
+from voice.listen.endpoint import EndpointConfig
+from voice.listen.listener import ListenConfig, Listener
+from voice.listen.runner import listen_virtual
+from voice.listen.whisper import Transcription
+
+WORDS = [
+    "one", "two", "three", "four", "five", "six",
+    "seven", "eight", "nine", "ten", "eleven", "twelve",
+]  # fmt: skip
+
+
+class LoudIsSpeech:
+    def is_speech(self, frame: np.ndarray) -> bool:
+        return bool(np.abs(frame).max() > 1000)
+
+    def reset(self) -> None:
+        pass
+
+
+class OneWordPer200ms:
+    def __init__(self, cost_ms: float = 50.0) -> None:
+        self.cost_ms = cost_ms
+        self.calls: list[int] = []
+
+    def transcribe(self, audio, context="", with_timestamps=False):  # type: ignore[no-untyped-def]
+        self.calls.append(len(audio))
+        loud = int(np.sum(np.abs(audio) > 0.05) / 16000 * 1000)
+        return Transcription(words=WORDS[: loud // 200], compute_ms=self.cost_ms)
+
+
+def speech(seconds: float) -> np.ndarray:
+    return np.full(int(seconds * 16000), 0.3, np.float32)
+
+
+def silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * 16000), np.float32)
+
+
+def run(audio: np.ndarray, cost_ms: float = 50.0):  # type: ignore[no-untyped-def]
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    engine = OneWordPer200ms(cost_ms)
+    return list(listen_virtual(listener, engine, audio)), engine
+
+
+def test_event_order_and_final_ready_at_the_endpoint() -> None:
+    events, _ = run(np.concatenate([silence(0.5), speech(2.0), silence(2.0)]))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "speech_start" and "partial" in kinds
+    end = next(e for e in events if isinstance(e, SpeechEnd))
+    final = next(e for e in events if isinstance(e, Final))
+    assert kinds.index("partial") < kinds.index("speech_end") < kinds.index("final")
+    assert final.text == " ".join(WORDS[:10])
+    # The final pass was prefetched during the endpoint silence: no wait after the endpoint.
+    assert final.audio_ms == end.audio_ms
+
+
+def test_committed_prefix_only_grows_and_final_extends_it() -> None:
+    events, _ = run(np.concatenate([silence(0.5), speech(2.4), silence(2.0)]))
+    committed = [e.committed.split() for e in events if isinstance(e, Partial)]
+    for earlier, later in itertools.pairwise(committed):
+        assert later[: len(earlier)] == earlier
+    final = next(e for e in events if isinstance(e, Final))
+    assert final.text.split()[: len(committed[-1])] == committed[-1]
+
+
+def test_slow_engine_delays_events_by_its_compute_time() -> None:
+    fast, _ = run(np.concatenate([silence(0.5), speech(1.0), silence(2.0)]), cost_ms=10)
+    slow, _ = run(np.concatenate([silence(0.5), speech(1.0), silence(2.0)]), cost_ms=900)
+    first_fast = next(e for e in fast if isinstance(e, Partial)).audio_ms
+    first_slow = next(e for e in slow if isinstance(e, Partial)).audio_ms
+    assert first_slow - first_fast >= 800
+
+
+def test_pause_shorter_than_end_silence_stays_one_utterance() -> None:
+    audio = np.concatenate([silence(0.5), speech(1.0), silence(0.4), speech(1.0), silence(2.0)])
+    events, _ = run(audio)
+    assert sum(isinstance(e, SpeechStart) for e in events) == 1
+    assert sum(isinstance(e, Final) for e in events) == 1
+
+
+def test_two_utterances_get_two_finals_in_order() -> None:
+    audio = np.concatenate([silence(0.5), speech(1.0), silence(1.5), speech(0.6), silence(2.0)])
+    events, _ = run(audio)
+    finals = [e for e in events if isinstance(e, Final)]
+    assert [f.utterance_id for f in finals] == [1, 2]
+    assert finals[0].text == "one two three four five"
+
+
+def test_long_utterance_never_sends_the_engine_more_than_it_takes() -> None:
+    _, engine = run(np.concatenate([silence(0.5), speech(40.0), silence(2.0)]), cost_ms=20)
+    assert max(engine.calls) <= 29 * 16000

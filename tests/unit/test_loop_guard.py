@@ -1,0 +1,26 @@
+"""The guard that spots Whisper decoder loops in a hypothesis."""
+
+from voice.listen.whisper import _looks_looped, _repeat_cut
+
+
+def test_sentence_repeated_is_a_loop_and_cut_after_first_copy() -> None:
+    words = ["He", "could", "wait", "no", "longer.", "He", "could", "wait", "no", "longer."]
+    assert _repeat_cut(words) == 5
+    assert _looks_looped(words, hit_limit=False)
+
+
+def test_short_phrase_three_times_is_a_loop() -> None:
+    assert _repeat_cut(["and", "so", "and", "so", "and", "so"]) == 2
+
+
+def test_ordinary_sentences_are_not_loops() -> None:
+    for text in [
+        "ask not what your country can do for you ask what you can do for your country",
+        "yes yes I know",
+        "one two three",
+    ]:
+        assert not _looks_looped(text.split(), hit_limit=False), text
+
+
+def test_hitting_the_token_budget_counts_as_a_loop() -> None:
+    assert _looks_looped(["fine"], hit_limit=True)

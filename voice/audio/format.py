@@ -1,0 +1,39 @@
+"""The internal audio format and conversions between sample encodings.
+
+16 kHz is what Whisper and webrtcvad want; 20 ms frames are the unit the VAD
+classifies and transports send, so everything downstream agrees on one clock.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+SAMPLE_RATE = 16_000
+FRAME_MS = 20
+FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
+
+Float32Array = npt.NDArray[np.float32]
+Int16Array = npt.NDArray[np.int16]
+
+
+def ms_to_samples(ms: float, rate: int = SAMPLE_RATE) -> int:
+    return round(ms * rate / 1000.0)
+
+
+def samples_to_ms(samples: int, rate: int = SAMPLE_RATE) -> float:
+    return samples * 1000.0 / rate
+
+
+def pcm16_to_float(pcm: npt.NDArray[np.int16] | bytes) -> Float32Array:
+    """PCM16 (array or little-endian bytes) to float32 in [-1, 1)."""
+    if isinstance(pcm, bytes | bytearray | memoryview):
+        pcm = np.frombuffer(pcm, dtype="<i2")
+    return (pcm.astype(np.float32) / 32768.0).astype(np.float32, copy=False)
+
+
+def float_to_pcm16(audio: npt.NDArray[np.floating]) -> Int16Array:
+    """float in [-1, 1] to PCM16, clipping rather than wrapping around on overload."""
+    scaled = np.clip(np.asarray(audio, dtype=np.float32) * 32768.0, -32768.0, 32767.0)
+    pcm: Int16Array = np.round(scaled).astype(np.int16)
+    return pcm

@@ -1,0 +1,47 @@
+"""Benchmarks: ``voice bench asr|vad``. Timing lives here, never in tests.
+
+Every latency is reported as p50 and p95 (never a mean alone), measured in
+virtual audio time that is charged for real compute (see
+:mod:`voice.listen.runner`), over a corpus folder with a ``manifest.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from voice.config import Settings
+
+
+def run_bench(args: argparse.Namespace, settings: Settings) -> int:
+    from voice.bench.corpus import load_corpus
+
+    corpus = load_corpus(args.corpus, limit=args.limit)
+    report: dict[str, Any]
+    if args.what == "asr":
+        from voice.bench.asr import bench_asr
+
+        report = bench_asr(corpus, settings)
+    else:
+        from voice.bench.vad import bench_vad
+
+        report = bench_vad(corpus, settings)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_report(report))
+    return 0
+
+
+def format_report(report: dict[str, Any], indent: str = "") -> str:
+    lines = []
+    for key, value in report.items():
+        if isinstance(value, dict):
+            lines.append(f"{indent}{key}:")
+            lines.append(format_report(value, indent + "  "))
+        elif isinstance(value, list):
+            lines.append(f"{indent}{key}: {len(value)} rows (see --json)")
+        else:
+            lines.append(f"{indent}{key}: {value}")
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""A speech corpus on disk: WAV clips plus a manifest.jsonl of references."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio import read_wav
+from voice.errors import VoiceError
+
+LEAD_SILENCE_S = 0.5  # people pause before speaking; the VAD pre-roll needs history
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus"
+
+
+@dataclass
+class Clip:
+    name: str
+    path: Path
+    seconds: float
+    text: str  # normalised reference; "" for noise
+    kind: str  # "speech" or "noise"
+    tags: list[str]
+
+    def audio(self, lead_s: float = LEAD_SILENCE_S) -> npt.NDArray[np.float32]:
+        audio = read_wav(self.path)
+        return np.concatenate([np.zeros(int(lead_s * 16000), dtype=np.float32), audio])
+
+
+def load_corpus(folder: str | Path | None = None, limit: int | None = None) -> list[Clip]:
+    root = Path(folder) if folder else DEFAULT_CORPUS
+    manifest = root / "manifest.jsonl"
+    if not manifest.is_file():
+        raise VoiceError(
+            f"no manifest.jsonl in {root}.",
+            "Give --corpus a folder laid out like tests/corpus (WAV files + manifest.jsonl).",
+            code="corpus_not_found",
+        )
+    clips = []
+    for line in manifest.read_text().splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        path = root / item["file"]
+        kind = "noise" if item["file"].startswith("noise/") else "speech"
+        clips.append(
+            Clip(
+                name=Path(item["file"]).stem,
+                path=path,
+                seconds=float(item.get("seconds", 0.0)),
+                text=item.get("text_normalized") or "",
+                kind=kind,
+                tags=list(item.get("tags") or []),
+            )
+        )
+    return clips[:limit] if limit else clips

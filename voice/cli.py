@@ -1,0 +1,132 @@
+"""The ``voice`` command line.
+
+Every failure a user can fix is a :class:`~voice.errors.VoiceError`; it is
+printed as one line saying what to do, with exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from importlib import resources
+from pathlib import Path
+
+from voice.errors import VoiceError
+
+
+def _settings_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML settings file (default: $VOICE_CONFIG)")
+    parser.add_argument("--asr-model", help="faster-whisper model: 'default', a size, or a dir")
+    parser.add_argument("--asr-threads", type=int, help="CPU threads for recognition")
+    parser.add_argument("--vad-aggressiveness", type=int, choices=[0, 1, 2, 3])
+    parser.add_argument("--end-silence-ms", type=int, help="silence that ends an utterance")
+    parser.add_argument(
+        "--silero",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Silero as a second VAD opinion (default: on)",
+    )
+
+
+def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from voice.config import load_settings
+
+    settings = load_settings(args.config)
+    overrides = {
+        ("asr", "model"): args.asr_model,
+        ("asr", "threads"): args.asr_threads,
+        ("vad", "aggressiveness"): args.vad_aggressiveness,
+        ("vad", "end_silence_ms"): args.end_silence_ms,
+        ("vad", "silero"): args.silero,
+    }
+    for (section, name), value in overrides.items():
+        if value is not None:
+            settings.set(section, name, value)
+    return settings
+
+
+def sample_path() -> Path:
+    return Path(str(resources.files("voice") / "data" / "jfk_inaugural_1961.wav"))
+
+
+def _format_event(event: dict[str, object]) -> str:
+    stamp = f"[{float(event['audio_ms']) / 1000:7.2f}s]"  # type: ignore[arg-type]
+    kind = event["type"]
+    if kind == "partial":
+        committed, unstable = event["committed"], event["unstable"]
+        dim, reset = ("\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "")
+        return f"{stamp} partial  {committed} {dim}{unstable}{reset}".rstrip()
+    if kind == "final":
+        return f"{stamp} final    {event['text']}  ({float(event['compute_ms']):.0f} ms)"  # type: ignore[arg-type]
+    if kind == "speech_start":
+        return f"{stamp} speech   started at {float(event['start_ms']) / 1000:.2f}s"  # type: ignore[arg-type]
+    if kind == "speech_end":
+        return f"{stamp} speech   ended at {float(event['end_ms']) / 1000:.2f}s"  # type: ignore[arg-type]
+    return f"{stamp} {kind} {event}"
+
+
+def cmd_transcribe(args: argparse.Namespace) -> int:
+    from voice.audio import read_wav
+    from voice.listen.runner import listen_realtime, listen_virtual
+    from voice.listen.setup import build_engine, build_listener
+
+    settings = _settings(args)
+    path = Path(args.file) if args.file else sample_path()
+    audio = read_wav(path)
+    engine = build_engine(settings)
+    run = listen_realtime if args.realtime else listen_virtual
+    for event in run(build_listener(settings), engine, audio):
+        data = event.to_dict()
+        print(json.dumps(data) if args.json else _format_event(data), flush=True)
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from voice.bench import run_bench
+
+    return run_bench(args, _settings(args))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="voice", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("transcribe", help="stream a WAV file through VAD and incremental ASR")
+    p.add_argument("file", nargs="?", help="WAV file, any rate, mono or stereo (default: sample)")
+    p.add_argument("--realtime", action="store_true", help="pace the input at real time")
+    p.add_argument("--json", action="store_true", help="one JSON event per line")
+    _settings_args(p)
+    p.set_defaults(func=cmd_transcribe)
+
+    p = sub.add_parser("bench", help="measure latency and accuracy (not a test)")
+    p.add_argument("what", choices=["asr", "vad"], help="which benchmark")
+    p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
+    p.add_argument("--limit", type=int, help="use only the first N clips")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _settings_args(p)
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args))
+    except VoiceError as exc:
+        print(f"voice: error [{exc.code}]: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

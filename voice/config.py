@@ -1,0 +1,98 @@
+"""Settings: defaults, then a TOML file, then environment variables, then CLI flags.
+
+Every field of every section can be set the same three ways, so a model or a
+timing is always one setting away::
+
+    # voice.toml (or --config FILE, or VOICE_CONFIG=FILE)
+    [asr]
+    model = "/models/faster-whisper-base.en"
+
+    VOICE_ASR_MODEL=/models/faster-whisper-base.en voice transcribe a.wav
+    voice transcribe a.wav --asr-model /models/faster-whisper-base.en
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from voice.errors import ConfigError
+from voice.listen.endpoint import EndpointConfig
+from voice.listen.listener import ListenConfig
+from voice.listen.whisper import AsrConfig
+
+
+@dataclass
+class VadConfig(EndpointConfig):
+    aggressiveness: int = 2
+    silero: bool = True
+
+
+@dataclass
+class Settings:
+    vad: VadConfig = field(default_factory=VadConfig)
+    asr: AsrConfig = field(default_factory=AsrConfig)
+    listen: ListenConfig = field(default_factory=ListenConfig)
+
+    def set(self, section: str, name: str, raw: Any) -> None:
+        """Set ``section.name`` from a TOML value or a string, converting to the field's type."""
+        target = getattr(self, section, None)
+        if target is None or not dataclasses.is_dataclass(target):
+            raise ConfigError(f"unknown settings section [{section}].", _sections_hint(self))
+        fields = {f.name: f for f in dataclasses.fields(target)}
+        if name not in fields:
+            raise ConfigError(
+                f"unknown setting {section}.{name}.",
+                f"Known in [{section}]: {', '.join(sorted(fields))}.",
+            )
+        current = getattr(target, name)
+        setattr(target, name, _convert(raw, type(current), f"{section}.{name}"))
+
+
+def _sections_hint(settings: Settings) -> str:
+    return "Sections: " + ", ".join(f.name for f in dataclasses.fields(settings)) + "."
+
+
+def _convert(raw: Any, kind: type, label: str) -> Any:
+    if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+        return raw
+    text = str(raw).strip()
+    try:
+        if kind is bool:
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        return kind(text)
+    except ValueError:
+        raise ConfigError(f"{label} must be a {kind.__name__}, not {raw!r}.") from None
+
+
+def load_settings(path: str | Path | None = None, env: dict[str, str] | None = None) -> Settings:
+    """Defaults, then the TOML file (``path`` or $VOICE_CONFIG), then $VOICE_<SECTION>_<NAME>."""
+    env = dict(os.environ) if env is None else env
+    settings = Settings()
+    path = path or env.get("VOICE_CONFIG")
+    if path:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}.") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}.") from None
+        for section, values in data.items():
+            if not isinstance(values, dict):
+                raise ConfigError(f"{path}: '{section}' must be a [section] table.")
+            for name, value in values.items():
+                settings.set(section, name, value)
+    for part in dataclasses.fields(settings):
+        for item in dataclasses.fields(getattr(settings, part.name)):
+            key = f"VOICE_{part.name}_{item.name}".upper()
+            if key in env:
+                settings.set(part.name, item.name, env[key])
+    return settings

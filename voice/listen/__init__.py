@@ -1,0 +1,1 @@
+"""The ears: voice activity detection, endpointing and incremental speech recognition."""

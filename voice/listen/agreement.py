@@ -1,0 +1,94 @@
+"""LocalAgreement-2: stable partial transcripts from unstable hypotheses.
+
+Each recognition pass re-reads the whole utterance so far and may revise its
+last words. A word is committed once two consecutive passes agree on it (the
+longest common prefix of their hypotheses); committed words are never changed
+again. The rest of the latest hypothesis is the unstable tail.
+
+Each pass hypothesises the whole buffer, so :func:`tail_after` finds where the
+committed words end inside a new hypothesis, tolerating small revisions.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+_STRIP = re.compile(r"[^\w']+")
+
+
+def normalize_word(word: str) -> str:
+    """Case- and punctuation-insensitive form used to compare hypotheses."""
+    return _STRIP.sub("", word.lower()).strip("'") or word.strip()
+
+
+def common_prefix_length(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if normalize_word(x) != normalize_word(y):
+            break
+        n += 1
+    return n
+
+
+def tail_after(committed: list[str], hypothesis: list[str]) -> list[str]:
+    """The words of ``hypothesis`` that come after the ``committed`` words.
+
+    Usually the hypothesis starts with the committed words; when the decoder
+    revised one of them, the alignment of the two word sequences says where
+    the committed part ends.
+    """
+    n = len(committed)
+    if n == 0:
+        return list(hypothesis)
+    a = [normalize_word(w) for w in committed]
+    b = [normalize_word(w) for w in hypothesis]
+    if b[:n] == a:
+        return list(hypothesis[n:])
+    blocks = [
+        m
+        for m in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+        if m.size
+    ]
+    if not blocks:
+        return list(hypothesis[n:])
+    last = blocks[-1]
+    end = last.b + last.size + (n - (last.a + last.size))
+    return list(hypothesis[max(0, min(len(hypothesis), end)) :])
+
+
+class LocalAgreement:
+    """Commits the longest common prefix of consecutive hypothesis tails.
+
+    The last ``holdback`` words of a hypothesis are never committed: the end of
+    the buffer often cuts a word in two, and two passes can agree on the same
+    wrong guess for it ("maybe consider" for "may be considered").
+    """
+
+    def __init__(self, holdback: int = 1) -> None:
+        self.holdback = holdback
+        self.committed: list[str] = []
+        self.tail: list[str] = []
+        self._has_previous = False
+
+    def update(self, hypothesis: list[str]) -> list[str]:
+        """Take a pass's words after the committed prefix; return newly committed words."""
+        if not self._has_previous:
+            self._has_previous = True
+            self.tail = list(hypothesis)
+            return []
+        limit = max(0, len(hypothesis) - self.holdback)
+        n = min(common_prefix_length(self.tail, hypothesis), limit)
+        newly = list(hypothesis[:n])
+        self.committed.extend(newly)
+        self.tail = list(hypothesis[n:])
+        return newly
+
+    def force_commit(self, words: list[str]) -> None:
+        """Commit words without agreement (used when audio must be dropped from the window)."""
+        self.committed.extend(words)
+        self.tail = []
+        self._has_previous = False
+
+    def text(self, tail: list[str] | None = None) -> str:
+        return " ".join(self.committed + (self.tail if tail is None else tail))

@@ -1,0 +1,327 @@
+"""The ears as a Sans-I/O core: audio in, events and recognition requests out.
+
+:class:`Listener` never runs a model and never reads a clock. The caller feeds
+it audio (``feed``), asks it what to recognise next whenever its ASR worker is
+idle (``next_request``), and hands back results (``on_result``). All times are
+positions in the input stream, so a file runs faster than real time, a device
+runs at real time, and tests script exact timelines, through the same code.
+
+Scheduling, with one ASR worker in mind:
+
+- The final pass of an ended utterance comes before any partial.
+- Final prefetch: once ``final_tail_ms`` of silence follows the last speech,
+  the utterance is recognised up to that point. That audio is exactly what the
+  final pass would read, so when the endpointer fires ``end_silence_ms`` later,
+  the final transcript is usually ready at once. If the user speaks on, the
+  pass was simply a partial.
+- Partials re-read the utterance after every ``partial_interval_ms`` of new
+  audio; LocalAgreement commits what two passes agree on.
+- Utterances longer than ``max_window_s`` are trimmed at a committed segment
+  boundary found by a timestamped pass; the trimmed text becomes the prompt.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio.format import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, float_to_pcm16
+from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
+from voice.listen.agreement import LocalAgreement, normalize_word, tail_after
+from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
+from voice.listen.vad import FrameClassifier
+from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
+
+Float32Array = npt.NDArray[np.float32]
+
+
+@dataclass
+class ListenConfig:
+    partial_interval_ms: int = 300
+    final_tail_ms: int = 200
+    max_window_s: float = 20.0
+
+
+@dataclass(frozen=True)
+class TranscribeRequest:
+    """One recognition pass for the worker over ``audio``, the utterance's buffer."""
+
+    request_id: int
+    utterance_id: int
+    audio: Float32Array
+    context: str
+    with_timestamps: bool
+    end_sample: int
+
+
+@dataclass
+class _Utterance:
+    uid: int
+    start_sample: int  # absolute sample of the first buffered sample (onset minus pre-roll)
+    onset_sample: int
+    chunks: list[Float32Array] = field(default_factory=list)
+    size: int = 0
+    agreement: LocalAgreement = field(default_factory=LocalAgreement)
+    trimmed_words: int = 0  # committed words whose audio was cut from the buffer
+    last_pass_end: int = -1
+    last_speech_end: int = -1
+    ended_at: int = -1  # when the endpointer fired, or -1 while speaking
+    final_result: tuple[int, list[str], float] | None = None  # (end sample, words, compute)
+    finished: bool = False
+
+    def audio(self) -> Float32Array:
+        if len(self.chunks) > 1:
+            self.chunks = [np.concatenate(self.chunks)]
+        return self.chunks[0] if self.chunks else np.zeros(0, dtype=np.float32)
+
+    def append(self, chunk: Float32Array) -> None:
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+
+    def trim(self, samples: int) -> None:
+        kept = self.audio()[samples:]
+        self.chunks, self.size = [kept], len(kept)
+        self.start_sample += samples
+
+    @property
+    def end_sample(self) -> int:
+        return self.start_sample + self.size
+
+    def final_end(self, tail: int) -> int:
+        return min(self.end_sample, self.last_speech_end + tail)
+
+    def buffer_words(self) -> list[str]:
+        return self.agreement.committed[self.trimmed_words :]
+
+    def context(self) -> str:
+        return " ".join(self.agreement.committed[: self.trimmed_words])
+
+
+class Listener:
+    """VAD + endpointing + incremental recognition, driven by the caller."""
+
+    def __init__(
+        self,
+        classifier: FrameClassifier,
+        endpoint: EndpointConfig | None = None,
+        config: ListenConfig | None = None,
+    ) -> None:
+        self.classifier = classifier
+        self.endpointer = Endpointer(endpoint)
+        self.config = config or ListenConfig()
+        self.sample = 0  # stream position: samples consumed so far
+        self._pending = np.zeros(0, dtype=np.float32)
+        preroll = self.endpointer.config.preroll_ms + self.endpointer.config.window_ms
+        self._history: deque[Float32Array] = deque(maxlen=max(1, preroll // FRAME_MS))
+        self._utterances: list[_Utterance] = []
+        self._next_uid = 1
+        self._next_request_id = 1
+        self._in_flight: TranscribeRequest | None = None
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @property
+    def now_ms(self) -> float:
+        return self.sample * 1000.0 / SAMPLE_RATE
+
+    @staticmethod
+    def _ms(sample: int) -> float:
+        return sample * 1000.0 / SAMPLE_RATE
+
+    @property
+    def busy(self) -> bool:
+        """True while speech is open, a pass is out, or a final is still owed."""
+        return self._in_flight is not None or bool(self._utterances)
+
+    @property
+    def _tail(self) -> int:
+        return self.config.final_tail_ms * SAMPLE_RATE // 1000
+
+    def _current(self) -> _Utterance | None:
+        if self._utterances and self._utterances[-1].ended_at < 0:
+            return self._utterances[-1]
+        return None
+
+    # -- audio in ------------------------------------------------------------------------
+
+    def feed(self, audio: Float32Array) -> list[Event]:
+        """Consume 16 kHz mono float audio of any length; return events it caused."""
+        events: list[Event] = []
+        data = np.concatenate([self._pending, np.asarray(audio, dtype=np.float32)])
+        whole = len(data) - len(data) % FRAME_SAMPLES
+        for i in range(0, whole, FRAME_SAMPLES):
+            events.extend(self._frame(data[i : i + FRAME_SAMPLES]))
+        self._pending = data[whole:]
+        return events
+
+    def _frame(self, frame: Float32Array) -> list[Event]:
+        events: list[Event] = []
+        voiced = self.classifier.is_speech(float_to_pcm16(frame))
+        frame_start = self.sample
+        self.sample += FRAME_SAMPLES
+        change = self.endpointer.push(voiced)
+        current = self._current()
+        if current is not None:
+            current.append(frame)
+            if self.endpointer.last_speech_frame * FRAME_SAMPLES == frame_start:
+                current.last_speech_end = self.sample
+        self._history.append(frame)
+        if isinstance(change, Started):
+            events.append(self._start(change))
+        elif isinstance(change, Ended) and current is not None:
+            events.extend(self._end(current))
+        return events
+
+    def _start(self, started: Started) -> SpeechStart:
+        onset = started.onset_frame * FRAME_SAMPLES
+        history = list(self._history)
+        preroll_frames = self.endpointer.config.preroll_ms // FRAME_MS
+        frames_since_onset = (self.sample - onset) // FRAME_SAMPLES
+        keep = min(len(history), frames_since_onset + preroll_frames)
+        utt = _Utterance(
+            uid=self._next_uid,
+            start_sample=self.sample - keep * FRAME_SAMPLES,
+            onset_sample=onset,
+        )
+        for frame in history[len(history) - keep :]:
+            utt.append(frame)
+        utt.last_speech_end = self.sample
+        self._next_uid += 1
+        self._utterances.append(utt)
+        return SpeechStart(audio_ms=self.now_ms, utterance_id=utt.uid, start_ms=self._ms(onset))
+
+    def _end(self, utt: _Utterance) -> list[Event]:
+        utt.ended_at = self.sample
+        events: list[Event] = [
+            SpeechEnd(
+                audio_ms=self.now_ms,
+                utterance_id=utt.uid,
+                start_ms=self._ms(utt.onset_sample),
+                end_ms=self._ms(utt.last_speech_end),
+            )
+        ]
+        if utt.final_result is not None and utt.final_result[0] >= utt.final_end(self._tail):
+            events.append(self._final(utt, *utt.final_result[1:]))
+        return events
+
+    def finish(self) -> list[Event]:
+        """End of input: close any open utterance now (its final still needs a pass)."""
+        ended = self.endpointer.force_end()
+        current = self._current()
+        if ended is not None and current is not None:
+            return self._end(current)
+        return []
+
+    # -- recognition -------------------------------------------------------------------
+
+    def next_request(self) -> TranscribeRequest | None:
+        """The pass the idle worker should run now, or None. At most one is ever out."""
+        if self._in_flight is not None:
+            return None
+        tail = self._tail
+        for ended in self._utterances:
+            if ended.ended_at >= 0 and not ended.finished:
+                return self._request(ended, ended.final_end(tail))
+        utt = self._current()
+        if utt is None:
+            return None
+        silence = self.endpointer.silence_ms
+        covered = utt.last_pass_end >= utt.final_end(tail)
+        if silence >= self.config.final_tail_ms and not covered:
+            return self._request(utt, utt.final_end(tail))
+        new_audio_ms = self._ms(utt.end_sample - max(utt.last_pass_end, utt.start_sample))
+        if silence < self.config.final_tail_ms and new_audio_ms >= self.config.partial_interval_ms:
+            return self._request(utt, utt.end_sample)
+        return None
+
+    def _request(self, utt: _Utterance, end_sample: int) -> TranscribeRequest:
+        audio = utt.audio()[: max(0, end_sample - utt.start_sample)]
+        long = len(audio) > self.config.max_window_s * SAMPLE_RATE
+        if len(audio) > MAX_AUDIO_S * SAMPLE_RATE:  # never hand the engine more than it takes
+            self._force_trim(utt, len(audio) - int(self.config.max_window_s * SAMPLE_RATE))
+            audio = utt.audio()[: max(0, end_sample - utt.start_sample)]
+        request = TranscribeRequest(
+            request_id=self._next_request_id,
+            utterance_id=utt.uid,
+            audio=audio,
+            context=utt.context(),
+            with_timestamps=long,
+            end_sample=utt.start_sample + len(audio),
+        )
+        self._next_request_id += 1
+        utt.last_pass_end = request.end_sample
+        self._in_flight = request
+        return request
+
+    def _force_trim(self, utt: _Utterance, samples: int) -> None:
+        """No segment boundary was agreed in time: commit what we have and drop old audio."""
+        utt.agreement.force_commit(utt.agreement.tail)
+        utt.trimmed_words = len(utt.agreement.committed)
+        utt.trim(samples)
+
+    def on_result(self, request: TranscribeRequest, result: Transcription) -> list[Event]:
+        """A pass finished; stamp what it produced with the current stream position."""
+        if self._in_flight is not None and request.request_id == self._in_flight.request_id:
+            self._in_flight = None
+        utt = next((u for u in self._utterances if u.uid == request.utterance_id), None)
+        if utt is None:
+            return []
+        words = self._tail_words(utt, request, result)
+        if request.end_sample >= utt.final_end(self._tail):
+            full = utt.agreement.committed + words
+            utt.final_result = (request.end_sample, full, result.compute_ms)
+            if utt.ended_at >= 0:
+                return [self._final(utt, full, result.compute_ms)]
+        if utt.ended_at >= 0:
+            return []
+        utt.agreement.update(words)
+        if request.with_timestamps:
+            self._trim(utt, request, result.segments)
+        return [
+            Partial(
+                audio_ms=self.now_ms,
+                utterance_id=utt.uid,
+                text=utt.agreement.text(),
+                committed=" ".join(utt.agreement.committed),
+                unstable=" ".join(utt.agreement.tail),
+                compute_ms=result.compute_ms,
+            )
+        ]
+
+    def _tail_words(
+        self, utt: _Utterance, request: TranscribeRequest, result: Transcription
+    ) -> list[str]:
+        """The hypothesis after the words already committed from this buffer."""
+        del request
+        return tail_after(utt.buffer_words(), result.words)
+
+    def _trim(self, utt: _Utterance, request: TranscribeRequest, segments: list[Segment]) -> None:
+        """Cut the buffer after the last whole segment made only of committed words."""
+        committed = [normalize_word(w) for w in utt.buffer_words()]
+        cut_s, cut_words, count = 0.0, 0, 0
+        usable_until = len(request.audio) / SAMPLE_RATE - 1.0
+        for seg in segments:
+            words = [normalize_word(w) for w in seg.text.split()]
+            if committed[count : count + len(words)] != words or seg.end_s <= seg.start_s:
+                break
+            count += len(words)
+            if seg.end_s <= usable_until:
+                cut_s, cut_words = seg.end_s, count
+        if cut_words:
+            utt.trimmed_words += cut_words
+            utt.trim(int(cut_s * SAMPLE_RATE))
+
+    def _final(self, utt: _Utterance, words: list[str], compute_ms: float) -> Final:
+        utt.finished = True
+        self._utterances.remove(utt)
+        return Final(
+            audio_ms=self.now_ms,
+            utterance_id=utt.uid,
+            text=" ".join(words),
+            start_ms=self._ms(utt.onset_sample),
+            end_ms=self._ms(utt.last_speech_end),
+            compute_ms=compute_ms,
+        )

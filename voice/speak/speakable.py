@@ -1,0 +1,137 @@
+"""Rewrite reply text so that a TTS voice can read it aloud.
+
+An LLM writes for the screen: markdown, code, links, emoji. Read literally, a voice
+would say "asterisk asterisk" or spell out a URL. :func:`to_speakable` turns such text
+into plain sentences for synthesis only; the text shown to the user keeps the original.
+
+Choices made here:
+
+* fenced code blocks are dropped entirely (reading code aloud helps nobody), while inline
+  code keeps its text without the backticks;
+* headers, list items and table rows become sentences: header, bullet and quote marks
+  go (item numbers stay, read as "1."), and every line gets a final punctuation mark so
+  the voice pauses between items as the chunker pauses between lines;
+* ``[text](url)`` keeps its text, images are dropped, and bare URLs are reduced to their
+  domain, spoken with "dot" (``https://www.example.com/a?b=1`` → "example dot com");
+* e-mail addresses are spoken ("a dot b at c dot org"), as is any other ``@``;
+* emoji and other pictographic symbols are removed;
+* ``&`` becomes "and", ``50%`` "50 percent", ``2 * 3`` "2 times 3", and whitespace
+  collapses to single spaces (the output is a single line).
+
+The function is pure, never raises on any string, and is idempotent:
+``to_speakable(to_speakable(x)) == to_speakable(x)``.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+
+__all__ = ["to_speakable"]
+
+_CODE_FENCE = re.compile(r"`{3,}.*?(?:`{3,}|\Z)", re.DOTALL)
+_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
+_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+# Header, bullet and quote marks (and commas left by table borders), repeated so that
+# "> - item" loses them all.
+_LINE_MARKERS = re.compile(r"^(?:(?:#{1,6}|[-*+•])(?:\s+|$)|>\s*|,\s*)+")
+_CLOSING_HASHES = re.compile(r"\s+#+$")
+# Numbers of list items are read out ("1. Preheat the oven."); "1)" becomes "1.".
+_NUMBER_PAREN = re.compile(r"^(\d{1,3})\)(?=\s)")
+_RULE = re.compile(r"^(?:[-*_=]\s*){3,}$")
+_BORDER = string.whitespace + "|"
+_PIPES = re.compile(r"(?:\s*\|)+\s*")  # table cell borders become commas
+_TABLE_SEPARATOR = re.compile(r"^\|?[\s:|-]*-[\s:|-]*$")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_URL = re.compile(r"\b(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)[^\s<>\"'()\[\]]*")
+_URL_PREFIX = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://)?(?:[^@/]*@)?")  # scheme, user
+_URL_AFTER_HOST = re.compile(r"[/?#:]")  # path, query, fragment or port
+# A bare domain such as "example.com/path?a=1": lowercase top-level domain of 2+ letters,
+# so that "e.g.", "U.S." and "3.14" are left alone.
+_BARE_DOMAIN = re.compile(
+    r"(?<![\w@./-])((?:[A-Za-z0-9-]+\.)+[a-z]{2,})(?![\w@-])(?:/[^\s<>\"'()\[\]]*)?"
+)
+_TIMES = re.compile(r"(?<=\d)\s*[*×]\s*(?=\d)")  # "2 * 3", "2×3"
+# Emphasis marks: every other asterisk, and underscores at the edge of a word (but not
+# inside snake_case).
+_EMPHASIS = re.compile(r"\*+|(?<!\w)_+|_+(?!\w)")
+_PERCENT = re.compile(r"(\d)\s*%")
+_AMPERSAND = re.compile(r"\s*&\s*")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[.,;:!?](?:\s|$))")
+_SENTENCE_END = ".!?;:,…-–—"  # a line ending in one of these already has its pause
+_TRAILING_URL_PUNCTUATION = ".,;:!?"
+
+_EMOJI_COMPONENTS = frozenset({0x200D, 0x20E3, 0xFE0E, 0xFE0F})  # ZWJ, keycap, selectors
+_KEPT_SYMBOLS = frozenset("°")  # "So" but spoken fine ("25°C")
+
+
+def to_speakable(text: str) -> str:
+    """Return ``text`` rewritten for TTS: no markdown, code, URLs or emoji; one line."""
+    text = _CODE_FENCE.sub(" ", text)
+    text = "".join(ch for ch in text if not _is_pictographic(ch))
+    text = text.replace("`", "")
+    text = _IMAGE.sub("", text)
+    text = _LINK.sub(r"\1", text).replace("[", "").replace("]", "")
+    lines = (_speakable_line(line) for line in text.splitlines())
+    text = " ".join(line for line in lines if line)
+    return _SPACE_BEFORE_PUNCTUATION.sub("", text)
+
+
+def _speakable_line(line: str) -> str:
+    """Clean one line and end it with punctuation, so the voice pauses after headers,
+    list items and table rows as it does after sentences."""
+    line = line.strip()
+    if _RULE.match(line) or _TABLE_SEPARATOR.match(line):
+        return ""
+    line = _inline(_PIPES.sub(", ", line.strip(_BORDER)))
+    marker = _LINE_MARKERS.match(line)
+    if marker:
+        line = line[marker.end() :]
+        if "#" in marker.group():
+            line = _CLOSING_HASHES.sub("", line)
+    if _RULE.match(line) or _TABLE_SEPARATOR.match(line):
+        return ""  # "## ---"
+    line = _NUMBER_PAREN.sub(r"\1.", line)
+    if line and line[-1] not in _SENTENCE_END:
+        line += "."
+    return line
+
+
+def _inline(text: str) -> str:
+    """Clean markup and speak symbols within one line; collapse its whitespace."""
+    text = _TIMES.sub(" times ", text)
+    text = _EMPHASIS.sub("", text.replace("~~", ""))
+    text = _URL.sub(_spoken_url, text)
+    text = _EMAIL.sub(lambda m: _spoken_address(m.group()), text).replace("@", " at ")
+    text = _BARE_DOMAIN.sub(lambda m: _spoken_host(m.group(1)), text)
+    text = _PERCENT.sub(r"\1 percent ", text)
+    text = _AMPERSAND.sub(" and ", text)
+    return " ".join(text.split())
+
+
+def _spoken_url(match: re.Match[str]) -> str:
+    url = match.group()
+    stripped = url.rstrip(_TRAILING_URL_PUNCTUATION)
+    trailing = url[len(stripped) :]
+    host = _URL_PREFIX.sub("", stripped)
+    host = _URL_AFTER_HOST.split(host, maxsplit=1)[0]
+    return _spoken_host(host) + trailing
+
+
+def _spoken_host(host: str) -> str:
+    host = host.removeprefix("www.").strip(".")
+    return " dot ".join(part for part in host.split(".") if part)
+
+
+def _spoken_address(address: str) -> str:
+    user, _, domain = address.partition("@")
+    return f"{_spoken_host(user)} at {_spoken_host(domain)}"
+
+
+def _is_pictographic(ch: str) -> bool:
+    """Emoji, their modifiers and joiners, and other pictographic symbols ("So")."""
+    cp = ord(ch)
+    if cp in _EMOJI_COMPONENTS or 0x1F000 <= cp <= 0x1FAFF or 0xE0020 <= cp <= 0xE007F:
+        return True
+    return unicodedata.category(ch) == "So" and ch not in _KEPT_SYMBOLS
