@@ -40,9 +40,10 @@ Float32Array = npt.NDArray[np.float32]
 
 @dataclass
 class ListenConfig:
-    partial_interval_ms: int = 300
+    partial_interval_ms: int = 500
     final_tail_ms: int = 200
     max_window_s: float = 20.0
+    holdback_words: int = 2
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,7 @@ class Listener:
             uid=self._next_uid,
             start_sample=self.sample - keep * FRAME_SAMPLES,
             onset_sample=onset,
+            agreement=LocalAgreement(self.config.holdback_words),
         )
         for frame in history[len(history) - keep :]:
             utt.append(frame)
