@@ -35,7 +35,7 @@ class OneWordPer200ms:
         self.cost_ms = cost_ms
         self.calls: list[int] = []
 
-    def transcribe(self, audio, context="", with_timestamps=False):  # type: ignore[no-untyped-def]
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
         self.calls.append(len(audio))
         loud = int(np.sum(np.abs(audio) > 0.05) / 16000 * 1000)
         return Transcription(words=WORDS[: loud // 200], compute_ms=self.cost_ms)

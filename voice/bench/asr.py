@@ -42,8 +42,9 @@ class _CountingEngine:
         audio: Float32Array,
         context: str = "",
         with_timestamps: bool = False,
+        final: bool = False,
     ) -> Transcription:
-        result = self.engine.transcribe(audio, context, with_timestamps)
+        result = self.engine.transcribe(audio, context, with_timestamps, final)
         self.compute_ms += result.compute_ms
         self.passes += 1
         self.retried += bool(result.retries)

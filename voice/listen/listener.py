@@ -56,6 +56,7 @@ class TranscribeRequest:
     context: str
     with_timestamps: bool
     end_sample: int
+    final: bool  # covers all the audio the final transcript needs
 
 
 @dataclass
@@ -235,7 +236,9 @@ class Listener:
         if silence >= self.config.final_tail_ms and not covered:
             return self._request(utt, utt.final_end(tail))
         new_audio_ms = self._ms(utt.end_sample - max(utt.last_pass_end, utt.start_sample))
-        if silence < self.config.final_tail_ms and new_audio_ms >= self.config.partial_interval_ms:
+        # No partial once a pause has begun: it would hear nothing new, and it
+        # would hold the worker just when the final pass should start.
+        if silence == 0 and new_audio_ms >= self.config.partial_interval_ms:
             return self._request(utt, utt.end_sample)
         return None
 
@@ -252,6 +255,7 @@ class Listener:
             context=utt.context(),
             with_timestamps=long,
             end_sample=utt.start_sample + len(audio),
+            final=utt.start_sample + len(audio) >= utt.final_end(self._tail),
         )
         self._next_request_id += 1
         utt.last_pass_end = request.end_sample

@@ -34,12 +34,16 @@ class Recognizer(Protocol):
         audio: Float32Array,
         context: str = "",
         with_timestamps: bool = False,
+        final: bool = False,
     ) -> Transcription: ...
 
 
 def run_pass(engine: Recognizer, request: TranscribeRequest) -> Transcription:
     return engine.transcribe(
-        request.audio, context=request.context, with_timestamps=request.with_timestamps
+        request.audio,
+        context=request.context,
+        with_timestamps=request.with_timestamps,
+        final=request.final,
     )
 
 

