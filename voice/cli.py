@@ -47,6 +47,34 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return settings
 
 
+def _llm_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=["embedded", "http"], help="LLM backend")
+    parser.add_argument("--url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    parser.add_argument("--llm-model", help="GGUF path (embedded) or model name (http)")
+    parser.add_argument("--voice", dest="tts_voice", help="Piper voice .onnx (with .onnx.json)")
+
+
+def _apply_llm_args(settings, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
+    for (section, name), value in {
+        ("llm", "backend"): args.backend,
+        ("llm", "url"): args.url,
+        ("llm", "model"): args.llm_model,
+        ("tts", "voice"): args.tts_voice,
+    }.items():
+        if value is not None:
+            settings.set(section, name, value)
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from voice.think.chat import run_chat
+
+    settings = _settings(args)
+    _apply_llm_args(settings, args)
+    if sys.stdin.isatty():
+        print("Type a message and press Enter; Ctrl-D ends.", file=sys.stderr)
+    return run_chat(settings, sys.stdin, Path(args.out_dir))
+
+
 def sample_path() -> Path:
     return Path(str(resources.files("voice") / "data" / "jfk_inaugural_1961.wav"))
 
@@ -86,7 +114,57 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from voice.bench import run_bench
 
-    return run_bench(args, _settings(args))
+    settings = _settings(args)
+    _apply_llm_args(settings, args)
+    return run_bench(args, settings)
+
+
+def cmd_say(args: argparse.Namespace) -> int:
+    import time
+
+    import numpy as np
+
+    from voice.audio import write_wav
+    from voice.audio.resample import Float32Array
+    from voice.config import load_settings
+    from voice.speak.speakable import to_speakable
+    from voice.speak.tts import PiperTts
+
+    if not to_speakable(args.text).strip():
+        raise VoiceError(
+            "nothing to say: the text is empty.",
+            'Try `voice say "Hello there."`.',
+            code="empty_text",
+        )
+    settings = load_settings(args.config)
+    for name, value in (
+        ("voice", args.voice),
+        ("speaking_rate", args.rate),
+        ("threads", args.threads),
+    ):
+        if value is not None:
+            settings.set("tts", name, value)
+    settings.tts.output_rate = 0  # the file keeps the voice's native rate
+    started = time.perf_counter()
+    tts = PiperTts(settings.tts)
+    loaded = time.perf_counter()
+    chunks: list[Float32Array] = []
+    first = 0.0
+    for chunk in tts.synthesize(args.text):
+        if not chunks:
+            first = time.perf_counter() - loaded
+        chunks.append(chunk)
+    compute = time.perf_counter() - loaded
+    audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+    duration = audio.size / tts.output_rate
+    write_wav(args.output, audio, tts.output_rate)
+    rtf = compute / duration if duration else float("nan")
+    print(
+        f"{args.output}  {duration:.2f} s of audio at {tts.output_rate} Hz  "
+        f"first audio {first * 1000:.0f} ms  RTF {rtf:.3f}  "
+        f"(voice loaded in {loaded - started:.2f} s)"
+    )
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,12 +180,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_transcribe)
 
     p = sub.add_parser("bench", help="measure latency and accuracy (not a test)")
-    p.add_argument("what", choices=["asr", "vad"], help="which benchmark")
+    p.add_argument("what", choices=["asr", "vad", "reply"], help="which benchmark")
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _settings_args(p)
+    _llm_args(p)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("chat", help="typed conversation: replies stream as text and speech")
+    p.add_argument("--out-dir", default="chat", help="one WAV per reply goes here")
+    _llm_args(p)
+    _settings_args(p)
+    p.set_defaults(func=cmd_chat)
+
+    p = sub.add_parser("say", help="speak text into a WAV file with Piper")
+    p.add_argument("text", help="what to say (markdown, URLs and emoji are made speakable)")
+    p.add_argument("-o", "--output", default="say.wav", help="WAV file (default: say.wav)")
+    p.add_argument("--voice", help="Piper .onnx voice, or 'default' (the bundled voice)")
+    p.add_argument("--rate", type=float, help="speaking rate: 1.0 the voice's pace, 1.2 faster")
+    p.add_argument("--threads", type=int, help="CPU threads for synthesis (default: 1)")
+    p.add_argument("--config", help="TOML settings file (default: $VOICE_CONFIG)")
+    p.set_defaults(func=cmd_say)
     return parser
 
 

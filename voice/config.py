@@ -24,6 +24,8 @@ from voice.errors import ConfigError
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig
 from voice.listen.whisper import AsrConfig
+from voice.speak.tts import TtsConfig
+from voice.think.backend import LlmConfig
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Settings:
     vad: VadConfig = field(default_factory=VadConfig)
     asr: AsrConfig = field(default_factory=AsrConfig)
     listen: ListenConfig = field(default_factory=ListenConfig)
+    tts: TtsConfig = field(default_factory=TtsConfig)
+    llm: LlmConfig = field(default_factory=LlmConfig)
 
     def set(self, section: str, name: str, raw: Any) -> None:
         """Set ``section.name`` from a TOML value or a string, converting to the field's type."""

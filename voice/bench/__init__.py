@@ -17,8 +17,14 @@ from voice.config import Settings
 def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     from voice.bench.corpus import load_corpus
 
-    corpus = load_corpus(args.corpus, limit=args.limit)
     report: dict[str, Any]
+    if args.what == "reply":
+        from voice.bench.reply import bench_reply
+
+        report = bench_reply(settings, rounds=args.limit or 8)
+        print(json.dumps(report, indent=2) if args.json else format_report(report))
+        return 0
+    corpus = load_corpus(args.corpus, limit=args.limit)
     if args.what == "asr":
         from voice.bench.asr import bench_asr
 

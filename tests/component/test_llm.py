@@ -1,0 +1,122 @@
+"""The language model backends on the bundled GGUF: embedded, and over HTTP against a
+real llama.cpp server (llama-cpp-python's ``llama_cpp.server``) started on loopback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from voice.models import resolve_llm_model
+from voice.think.backend import LlmConfig, Message
+from voice.think.http import LlmUnavailableError, OpenAiHttpBackend
+from voice.think.llama import LlamaBackend
+
+PROMPT = [
+    Message("system", "You are a helpful assistant."),
+    Message("user", "Write a long story about a dragon who learns to bake bread."),
+]
+
+
+@pytest.fixture(scope="module")
+def llama() -> LlamaBackend:
+    return LlamaBackend(LlmConfig(temperature=0.0))
+
+
+def test_embedded_streams_cancels_within_a_token_and_answers_again(llama: LlamaBackend) -> None:
+    reference = "".join(llama.stream(PROMPT, max_tokens=24))
+    assert len(reference.split()) >= 5
+
+    cancel = threading.Event()
+    seen = []
+    for delta in llama.stream(PROMPT, cancel, max_tokens=200):
+        seen.append(delta)
+        if len(seen) == 3:
+            cancel.set()
+    assert len(seen) == 3  # not one token more after the cancel
+
+    # The model is free at once, and its state is intact: the same greedy answer again.
+    assert "".join(llama.stream(PROMPT, max_tokens=24)) == reference
+
+
+def test_reply_is_capped(llama: LlamaBackend) -> None:
+    deltas = list(llama.stream(PROMPT, max_tokens=10))
+    assert 1 <= len(deltas) <= 10
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, psutil.Process]]:
+    port = free_port()
+    log = Path(tmp_path_factory.mktemp("llm")) / "server.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_llm_model("default")),
+             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "2048"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(url + "/models", timeout=1)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"llama.cpp server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+    yield url, psutil.Process(proc.pid)
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def test_http_streams_and_cancel_stops_the_server(server: tuple[str, psutil.Process]) -> None:
+    url, process = server
+    backend = OpenAiHttpBackend(LlmConfig(backend="http", url=url, temperature=0.0))
+    reply = "".join(backend.stream(PROMPT, max_tokens=20))
+    assert len(reply.split()) >= 5
+
+    # Generating costs the server CPU time...
+    before = cpu_seconds(process)
+    list(backend.stream(PROMPT, max_tokens=60))
+    busy = cpu_seconds(process) - before
+    assert busy > 0.3
+
+    # ...and after a cancel mid-reply (400 tokens asked for) it spends next to none.
+    cancel = threading.Event()
+    for count, _ in enumerate(backend.stream(PROMPT, cancel, max_tokens=400), 1):
+        if count == 10:
+            cancel.set()
+    time.sleep(0.3)
+    before = cpu_seconds(process)
+    time.sleep(1.5)
+    idle = cpu_seconds(process) - before
+    assert idle < busy / 5, (idle, busy)
+
+
+def test_unreachable_server_is_a_clear_error_after_retries() -> None:
+    backend = OpenAiHttpBackend(
+        LlmConfig(backend="http", url=f"http://127.0.0.1:{free_port()}/v1", retries=1)
+    )
+    with pytest.raises(LlmUnavailableError, match="unreachable"):
+        list(backend.stream(PROMPT))
+    assert backend.state == "unreachable"

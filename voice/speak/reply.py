@@ -1,0 +1,168 @@
+"""The mouth: a streaming reply, from LLM tokens to spoken audio, as early as possible.
+
+Two workers overlap: the LLM streams text while the synthesiser speaks the
+sentences already complete, so first audio comes after the first *chunk*, not
+after the whole reply. One ``cancel`` event stops both within a token or a
+synthesis chunk, and anything produced after it is dropped, never yielded.
+
+Thread budget on two cores: the LLM decodes on ``llm.threads`` (1 by default)
+while Piper synthesises on ``tts.threads`` (1), so they never fight for a core.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.speak.chunking import SentenceChunker
+from voice.think.backend import LlmBackend, Message
+
+Float32Array = npt.NDArray[np.float32]
+
+
+class Synthesizer(Protocol):
+    def synthesize(
+        self, text: str, cancel: threading.Event | None = None
+    ) -> Iterator[Float32Array]: ...
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class SpokenAudio:
+    """Audio of chunk ``index`` (its text in ``text``), at the synthesiser's output rate."""
+
+    index: int
+    text: str
+    audio: Float32Array
+
+
+@dataclass
+class ReplyTimings:
+    """Seconds from the start of the reply."""
+
+    first_token_s: float | None = None
+    first_chunk_s: float | None = None
+    first_audio_s: float | None = None
+    done_s: float | None = None
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ReplyDone:
+    text: str
+    cancelled: bool
+    timings: ReplyTimings = field(default_factory=ReplyTimings)
+
+
+ReplyItem = TextDelta | SpokenAudio | ReplyDone
+
+_END = object()
+
+
+def speak_reply(
+    llm: LlmBackend,
+    tts: Synthesizer,
+    messages: list[Message],
+    cancel: threading.Event | None = None,
+    chunker: SentenceChunker | None = None,
+) -> Iterator[ReplyItem]:
+    """Stream a reply: text deltas as generated, audio per chunk as synthesised, then done."""
+    cancel = cancel or threading.Event()
+    chunker = chunker or SentenceChunker()
+    out: queue.Queue[object] = queue.Queue()
+    chunks: queue.Queue[object] = queue.Queue()
+    timings = ReplyTimings()
+    started = time.perf_counter()
+    text_parts: list[str] = []
+    errors: list[BaseException] = []
+
+    def elapsed() -> float:
+        return time.perf_counter() - started
+
+    def think() -> None:
+        deltas = llm.stream(messages, cancel)
+        try:
+            for delta in deltas:
+                if cancel.is_set():
+                    break
+                if timings.first_token_s is None:
+                    timings.first_token_s = elapsed()
+                timings.tokens += 1
+                text_parts.append(delta)
+                out.put(TextDelta(delta))
+                for chunk in chunker.push(delta):
+                    _queue_chunk(chunk)
+            if not cancel.is_set():
+                for chunk in chunker.flush():
+                    _queue_chunk(chunk)
+        except BaseException as exc:  # surfaced to the caller below
+            errors.append(exc)
+        finally:
+            close = getattr(deltas, "close", None)
+            if close is not None:
+                close()  # frees the model (or the server) now, not at garbage collection
+            chunks.put(_END)
+
+    def _queue_chunk(chunk: str) -> None:
+        if chunk.strip():
+            if timings.first_chunk_s is None:
+                timings.first_chunk_s = elapsed()
+            chunks.put(chunk)
+
+    def speak() -> None:
+        index = 0
+        try:
+            while True:
+                chunk = chunks.get()
+                if chunk is _END or cancel.is_set():
+                    break
+                assert isinstance(chunk, str)
+                for audio in tts.synthesize(chunk, cancel):
+                    if cancel.is_set():
+                        break
+                    if timings.first_audio_s is None:
+                        timings.first_audio_s = elapsed()
+                    out.put(SpokenAudio(index, chunk, audio))
+                index += 1
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            out.put(_END)
+
+    workers = [
+        threading.Thread(target=think, name="llm", daemon=True),
+        threading.Thread(target=speak, name="tts", daemon=True),
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        while True:
+            item = out.get()
+            if item is _END:
+                break
+            if not cancel.is_set():
+                assert isinstance(item, TextDelta | SpokenAudio)
+                yield item
+    finally:
+        cancel_requested = cancel.is_set()
+        cancel.set()  # a consumer that stops early cancels the workers too
+        while not chunks.empty():
+            chunks.get_nowait()
+        chunks.put(_END)
+        for worker in workers:
+            worker.join()
+    if errors:
+        raise errors[0]
+    timings.done_s = elapsed()
+    yield ReplyDone("".join(text_parts), cancel_requested, timings)

@@ -1,0 +1,75 @@
+"""A typed conversation: the reply path without the ears (``voice chat``).
+
+Each user line goes through the history (trimmed to the context window), the
+streaming reply (LLM -> sentence chunks -> Piper), and comes back as text on
+the terminal and one WAV file per turn.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from voice.audio import write_wav
+from voice.config import Settings
+from voice.errors import VoiceError
+from voice.speak.reply import ReplyDone, SpokenAudio, TextDelta, speak_reply
+from voice.speak.tts import PiperTts
+from voice.think.backend import make_backend
+from voice.think.history import History
+
+
+def run_chat(
+    settings: Settings, lines: Iterable[str], out_dir: Path, out: TextIO = sys.stdout
+) -> int:
+    llm = make_backend(settings.llm)
+    tts = PiperTts(settings.tts)
+    tts.warm_up()
+    history = History(
+        settings.llm.system_prompt, llm.context_tokens, settings.llm.max_reply_tokens,
+        llm.count_tokens,
+    )  # fmt: skip
+    out_dir.mkdir(parents=True, exist_ok=True)
+    turn = 0
+    for line in lines:
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            messages = history.prompt_for(text)
+        except VoiceError as exc:
+            print(f"voice: {exc}", file=out, flush=True)
+            continue
+        turn += 1
+        audio: list[np.ndarray] = []
+        print("assistant> ", end="", file=out, flush=True)
+        done: ReplyDone | None = None
+        for item in speak_reply(llm, tts, messages):
+            if isinstance(item, TextDelta):
+                print(item.text, end="", file=out, flush=True)
+            elif isinstance(item, SpokenAudio):
+                audio.append(item.audio)
+            elif isinstance(item, ReplyDone):
+                done = item
+        assert done is not None
+        history.add_turn(text, done.text)
+        path = out_dir / f"turn_{turn:03d}.wav"
+        write_wav(
+            path, np.concatenate(audio) if audio else np.zeros(0, np.float32), tts.output_rate
+        )
+        t = done.timings
+        print(
+            f"\n  [first token {_ms(t.first_token_s)}, first audio {_ms(t.first_audio_s)}, "
+            f"{t.tokens} tokens, audio: {path}]",
+            file=out,
+            flush=True,
+        )
+    return 0
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1000:.0f} ms"

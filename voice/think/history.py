@@ -1,0 +1,63 @@
+"""Conversation history that always fits the model's context window.
+
+The system prompt (the persona) is always kept; then as many of the most
+recent turns as fit the budget (context minus room for the reply). A single
+user input too long to fit even alone is an error the caller can report,
+never a crash or a silently truncated question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from voice.errors import VoiceError
+from voice.think.backend import Message
+
+
+class InputTooLongError(VoiceError):
+    code = "input_too_long"
+
+
+class History:
+    def __init__(
+        self,
+        system_prompt: str,
+        context_tokens: int,
+        reply_tokens: int,
+        count_tokens: Callable[[list[Message]], int],
+    ) -> None:
+        self.system = Message("system", system_prompt)
+        self.turns: list[Message] = []
+        self.budget = context_tokens - reply_tokens
+        self._count = count_tokens
+
+    def prompt_for(self, user_text: str) -> list[Message]:
+        """System prompt + the most recent turns that fit + this user input."""
+        user = Message("user", user_text)
+        base = self._count([self.system, user])
+        if base > self.budget:
+            raise InputTooLongError(
+                f"that input is too long for the model ({base} tokens, room for {self.budget}).",
+                "Say it in shorter parts, or raise llm.context_tokens (a model with more context).",
+            )
+        kept: list[Message] = []
+        used = base
+        for message in reversed(self.turns):
+            cost = self._count([message])
+            if used + cost > self.budget:
+                break
+            kept.insert(0, message)
+            used += cost
+        # Never start the kept history with an assistant turn whose question was dropped.
+        while kept and kept[0].role == "assistant":
+            kept.pop(0)
+        return [self.system, *kept, user]
+
+    def add_turn(self, user_text: str, assistant_text: str) -> None:
+        self.turns.append(Message("user", user_text))
+        self.turns.append(Message("assistant", assistant_text))
+
+    def truncate_last_reply(self, heard_text: str) -> None:
+        """After a barge-in, keep only what the user actually heard of the last reply."""
+        if self.turns and self.turns[-1].role == "assistant":
+            self.turns[-1] = Message("assistant", heard_text)

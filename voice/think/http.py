@@ -1,0 +1,130 @@
+"""An OpenAI-compatible streaming client (llama.cpp's server, vLLM, Ollama, ...).
+
+How a deployment outgrows one machine: the model runs elsewhere, the session
+stays the same. Only the standard library is used. Cancellation closes the
+connection; servers that watch for disconnects (llama.cpp's, vLLM) then stop
+generating, so no "zombie" reply burns the server's CPU for nobody.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+from voice.errors import VoiceError
+from voice.think.backend import LlmConfig, Message
+
+log = logging.getLogger(__name__)
+
+
+class LlmUnavailableError(VoiceError):
+    code = "llm_unavailable"
+
+
+class OpenAiHttpBackend:
+    def __init__(self, config: LlmConfig) -> None:
+        self.config = config
+        parts = urlsplit(config.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise VoiceError(
+                f"llm.url {config.url!r} is not an http(s) URL.",
+                "Use e.g. http://127.0.0.1:8080/v1 (llama.cpp server) or http://localhost:11434/v1 "
+                "(Ollama).",
+                code="config",
+            )
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        self._path = parts.path.rstrip("/") + "/chat/completions"
+        self.state = "unknown"  # "ok" after a reply, "unreachable" after failed retries
+
+    @property
+    def context_tokens(self) -> int:
+        return self.config.context_tokens
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        """No tokenizer on this side: about four characters a token, rounded up."""
+        return sum(len(m.content) // 4 + 5 for m in messages) + 3
+
+    def _connect(self) -> http.client.HTTPConnection:
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        return cls(self._host, self._port, timeout=self.config.timeout_s)
+
+    def _open(self, body: bytes) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """POST with retries and exponential backoff; only failures before any token retry."""
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        delay, last_error = 0.25, ""
+        for attempt in range(self.config.retries + 1):
+            conn = self._connect()
+            try:
+                conn.request("POST", self._path, body=body, headers=headers)
+                response = conn.getresponse()
+                if response.status == 200:
+                    return conn, response
+                detail = response.read(500).decode(errors="replace")
+                conn.close()
+                if response.status < 500:
+                    raise VoiceError(
+                        f"the LLM server refused the request ({response.status}): {detail}",
+                        "Check llm.model and llm.api_key.",
+                        code="llm_rejected",
+                    )
+                last_error = f"HTTP {response.status}"
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                last_error = f"{type(exc).__name__}: {exc}"
+            if attempt < self.config.retries:
+                log.warning("LLM server attempt %d failed (%s); retrying", attempt + 1, last_error)
+                time.sleep(delay)
+                delay *= 2
+        self.state = "unreachable"
+        raise LlmUnavailableError(
+            f"the LLM server at {self.config.url} is unreachable ({last_error}).",
+            "Start it (e.g. `python -m llama_cpp.server --model MODEL.gguf --port 8080`) or use "
+            "llm.backend = 'embedded'.",
+        )
+
+    def stream(
+        self,
+        messages: list[Message],
+        cancel: threading.Event | None = None,
+        max_tokens: int | None = None,
+    ) -> Iterator[str]:
+        body = json.dumps(
+            {
+                "model": self.config.model,
+                "messages": [m.to_dict() for m in messages],
+                "stream": True,
+                "max_tokens": max_tokens or self.config.max_reply_tokens,
+                "temperature": self.config.temperature,
+            }
+        ).encode()
+        conn, response = self._open(body)
+        try:
+            while not (cancel is not None and cancel.is_set()):
+                line = response.readline()
+                if not line:
+                    break
+                text = line.decode(errors="replace").strip()
+                if not text.startswith("data:"):
+                    continue
+                payload = text[5:].strip()
+                if payload == "[DONE]":
+                    break
+                try:
+                    delta = json.loads(payload)["choices"][0]["delta"].get("content")
+                except (ValueError, KeyError, IndexError, TypeError):
+                    log.warning("ignoring a malformed stream event: %.80s", payload)
+                    continue
+                if delta:
+                    yield delta
+            self.state = "ok"
+        finally:
+            conn.close()  # on cancel this is what tells the server to stop
