@@ -384,6 +384,7 @@ chunker_settings = st.fixed_dictionaries(
     {
         "first_chunk_min_chars": st.integers(0, 30),
         "min_chars": st.integers(0, 12),
+        "first_chunk_max_chars": st.sampled_from([0, 10, 25, 40]),
         "max_chars": st.integers(1, 60),
     }
 )
@@ -431,3 +432,13 @@ def test_chunks_respect_max_chars_outside_code(text: str, settings_: dict[str, i
 def test_every_chunk_but_the_first_starts_with_a_non_space(text: str) -> None:
     chunks = chunk_text(text)
     assert all(not chunk[0].isspace() for chunk in chunks[1:])
+
+
+def test_first_chunk_max_chars_cuts_early_before_a_joining_word() -> None:
+    chunker = SentenceChunker(first_chunk_max_chars=40)
+    text = "Paris has been the capital of France for a very long time and it is lovely. Yes."
+    chunks = [c for ch in text for c in chunker.push(ch)] + chunker.flush()
+    assert "".join(chunks) == text
+    assert len(chunks[0]) <= 40
+    assert chunks[0] == "Paris has been the capital of France "  # before "for", not mid-phrase
+    assert chunks[1].startswith("for a very long time and it is lovely.")

@@ -51,12 +51,15 @@ class TtsConfig:
         speaking_rate: 1.0 is the voice's own pace; 1.5 speaks 1.5 times as fast.
         output_rate: sample rate of the audio handed out; 16000 is the pipeline's
             internal rate, 0 means the voice's native rate (no resampling).
+        first_chunk_max_chars: a reply's first spoken chunk is cut near this length
+            (see :class:`voice.speak.chunking.SentenceChunker`); 0 turns it off.
     """
 
     voice: str = "default"
     threads: int = 1
     speaking_rate: float = 1.0
     output_rate: int = 16000
+    first_chunk_max_chars: int = 40
 
 
 def _cancel_check(cancel: Cancel) -> Callable[[], bool]:

@@ -48,7 +48,8 @@ def run_chat(
         audio: list[np.ndarray] = []
         print("assistant> ", end="", file=out, flush=True)
         done: ReplyDone | None = None
-        for item in speak_reply(llm, tts, messages):
+        chunking = settings.tts.first_chunk_max_chars
+        for item in speak_reply(llm, tts, messages, first_chunk_max_chars=chunking):
             if isinstance(item, TextDelta):
                 print(item.text, end="", file=out, flush=True)
             elif isinstance(item, SpokenAudio):
