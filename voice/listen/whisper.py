@@ -45,6 +45,7 @@ class AsrConfig:
     final_pad_ms: int = 10000
     tokens_per_second: float = 6.0
     no_speech_threshold: float = 0.6
+    logprob_threshold: float = -1.0
 
 
 @dataclass
@@ -64,6 +65,7 @@ class Transcription:
     window_frames: int = 0
     retries: int = 0
     no_speech_prob: float = 0.0
+    avg_logprob: float = 0.0
 
 
 def _repeat_cut(words: list[str]) -> int | None:
@@ -149,7 +151,7 @@ class WhisperEngine:
         pad_ms: int,
         prompt: list[int],
         with_timestamps: bool,
-    ) -> tuple[list[int], bool, float, int]:
+    ) -> tuple[list[int], bool, float, int, float]:
         import ctranslate2
 
         pad = np.zeros(int(SAMPLE_RATE * pad_ms / 1000), dtype=np.float32)
@@ -183,7 +185,8 @@ class WhisperEngine:
         )[0]
         ids: list[int] = list(result.sequences_ids[0])
         hit_limit = len(prompt) + len(ids) >= max_length
-        return ids, hit_limit, float(result.no_speech_prob), frames
+        avg_logprob = float(result.scores[0]) if result.scores else 0.0
+        return ids, hit_limit, float(result.no_speech_prob), frames, avg_logprob
 
     def transcribe(
         self,
@@ -216,7 +219,9 @@ class WhisperEngine:
         pad = self.config.final_pad_ms if final else self.config.pad_ms
         retries = 0
         for pad_ms in (pad, pad * 3):
-            ids, hit_limit, no_speech, frames = self._run(audio, pad_ms, prompt, timestamp_mode)
+            ids, hit_limit, no_speech, frames, logprob = self._run(
+                audio, pad_ms, prompt, timestamp_mode
+            )
             segments = self._segments(ids) if with_timestamps else []
             if with_timestamps:
                 words = " ".join(s.text for s in segments).split()
@@ -230,8 +235,13 @@ class WhisperEngine:
             cut = _repeat_cut(words)
             if cut is not None:
                 words = words[:cut]
-        if no_speech > self.config.no_speech_threshold and len(words) <= 2:
-            words, segments = [], []  # Whisper's own "nobody spoke" signal on short noise
+        if no_speech > self.config.no_speech_threshold and (
+            len(words) <= 2 or logprob < self.config.logprob_threshold
+        ):
+            # Whisper's own "nobody spoke" signal, trusted alone for a word or two, and
+            # with an unsure decode for more (the rule of its transcribe()): the jazz
+            # clip gave 0.92 with a hallucinated phrase at average log-prob -1.98.
+            words, segments = [], []
         return Transcription(
             words=words,
             segments=segments,
@@ -239,6 +249,7 @@ class WhisperEngine:
             window_frames=frames,
             retries=retries,
             no_speech_prob=no_speech,
+            avg_logprob=logprob,
         )
 
     def _segments(self, ids: list[int]) -> list[Segment]:
