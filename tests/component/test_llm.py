@@ -120,3 +120,33 @@ def test_unreachable_server_is_a_clear_error_after_retries() -> None:
     with pytest.raises(LlmUnavailableError, match="unreachable"):
         list(backend.stream(PROMPT))
     assert backend.state == "unreachable"
+
+
+def test_prefill_moves_work_out_of_the_next_turn_without_changing_it(llama: LlamaBackend) -> None:
+    from voice.think.history import History
+
+    history = History("You are brief.", llama.context_tokens, 40, llama.count_tokens)
+    question = "Name a colour."
+    history.add_turn(question, "".join(llama.stream(history.prompt_for(question), max_tokens=20)))
+    follow_up = history.prompt_for("And another one?")
+    expected = "".join(llama.stream(follow_up, max_tokens=12))
+
+    llama.reset_cache()
+    assert llama.prefill(history.so_far()) > 10  # the whole conversation, from scratch
+    assert llama.prefill(history.so_far()) <= 1  # already there: nothing to do
+    assert "".join(llama.stream(follow_up, max_tokens=12)) == expected
+
+
+def test_q8_conversion_is_cached_and_skipped_for_high_precision_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from voice.think.requantize import converted_model
+
+    monkeypatch.setenv("VOICE_CACHE_DIR", str(tmp_path))
+    source = resolve_llm_model("default")
+    converted = converted_model(source)
+    assert converted.parent == tmp_path / "models" and converted.name.endswith(".q8_0.gguf")
+    assert converted.stat().st_size > source.stat().st_size  # 8-bit weights, not 4-bit
+    assert converted_model(source) == converted  # made once
+    assert converted_model(converted) == converted  # already Q8_0: used as it is
+    assert converted_model(source, "") == source  # turned off

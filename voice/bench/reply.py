@@ -21,7 +21,7 @@ from voice.bench.stats import p50_p95
 from voice.config import Settings
 from voice.speak.reply import ReplyDone, speak_reply
 from voice.speak.tts import PiperTts
-from voice.think.backend import LlmBackend, make_backend
+from voice.think.backend import LlmBackend, make_backend, prefill
 from voice.think.history import History
 
 QUESTIONS = [
@@ -103,6 +103,7 @@ def bench_reply(settings: Settings, rounds: int = 8) -> dict[str, Any]:
             chunk_to_audio.append((t.first_audio_s - t.first_chunk_s) * 1000)
             ttfa_chunked.append(t.first_audio_s * 1000)
         history.add_turn(question, done.text)
+        prefill(llm, history.so_far())  # idle time: a real user is speaking now
         prompts.append(messages)
 
     # Then, off the conversation (they disturb its cache): cold start, the unchunked

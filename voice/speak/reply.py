@@ -76,7 +76,7 @@ def speak_reply(
     messages: list[Message],
     cancel: threading.Event | None = None,
     chunker: SentenceChunker | None = None,
-    first_chunk_max_chars: int = 40,
+    first_chunk_max_chars: int = 24,
 ) -> Iterator[ReplyItem]:
     """Stream a reply: text deltas as generated, audio per chunk as synthesised, then done."""
     cancel = cancel or threading.Event()
@@ -87,6 +87,7 @@ def speak_reply(
     started = time.perf_counter()
     text_parts: list[str] = []
     errors: list[BaseException] = []
+    first_audio_out = threading.Event()
 
     def elapsed() -> float:
         return time.perf_counter() - started
@@ -104,6 +105,12 @@ def speak_reply(
                 out.put(TextDelta(delta))
                 for chunk in chunker.push(delta):
                     _queue_chunk(chunk)
+                if timings.first_chunk_s is not None and not first_audio_out.is_set():
+                    # Yield the CPU (and the GIL) to the first chunk's synthesis: first
+                    # audio is what the user waits for, and the model decodes ~10x
+                    # faster than speech, so it catches up long before that audio ends.
+                    while not first_audio_out.wait(0.05) and not cancel.is_set():
+                        pass
             if not cancel.is_set():
                 for chunk in chunker.flush():
                     _queue_chunk(chunk)
@@ -135,10 +142,13 @@ def speak_reply(
                     if timings.first_audio_s is None:
                         timings.first_audio_s = elapsed()
                     out.put(SpokenAudio(index, chunk, audio))
+                    first_audio_out.set()
+                first_audio_out.set()  # a chunk with nothing speakable must not stall the LLM
                 index += 1
         except BaseException as exc:
             errors.append(exc)
         finally:
+            first_audio_out.set()
             out.put(_END)
 
     workers = [

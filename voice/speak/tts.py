@@ -59,7 +59,7 @@ class TtsConfig:
     threads: int = 1
     speaking_rate: float = 1.0
     output_rate: int = 16000
-    first_chunk_max_chars: int = 40
+    first_chunk_max_chars: int = 24
 
 
 def _cancel_check(cancel: Cancel) -> Callable[[], bool]:

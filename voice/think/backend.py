@@ -37,6 +37,7 @@ class LlmConfig:
     threads_batch: int = 2  # prompt pre-fill threads: nothing else runs before the first token
     context_tokens: int = 2048
     max_reply_tokens: int = 120
+    convert_to: str = "q8_0"  # embedded: load-time GGUF conversion for faster pre-fill; "" = off
     temperature: float = 0.7
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     timeout_s: float = 30.0
@@ -55,6 +56,13 @@ class LlmBackend(Protocol):
         cancel: threading.Event | None = None,
         max_tokens: int | None = None,
     ) -> Iterator[str]: ...
+
+
+def prefill(backend: LlmBackend, messages: list[Message]) -> None:
+    """Warm the backend's cache with the conversation so far, if it has one (idle time)."""
+    warm = getattr(backend, "prefill", None)
+    if warm is not None:
+        warm(messages)
 
 
 def make_backend(config: LlmConfig) -> LlmBackend:

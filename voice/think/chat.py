@@ -19,7 +19,7 @@ from voice.config import Settings
 from voice.errors import VoiceError
 from voice.speak.reply import ReplyDone, SpokenAudio, TextDelta, speak_reply
 from voice.speak.tts import PiperTts
-from voice.think.backend import make_backend
+from voice.think.backend import make_backend, prefill
 from voice.think.history import History
 
 
@@ -58,6 +58,7 @@ def run_chat(
                 done = item
         assert done is not None
         history.add_turn(text, done.text)
+        prefill(llm, history.so_far())  # while the user types the next line
         path = out_dir / f"turn_{turn:03d}.wav"
         write_wav(
             path, np.concatenate(audio) if audio else np.zeros(0, np.float32), tts.output_rate

@@ -53,6 +53,10 @@ class History:
             kept.pop(0)
         return [self.system, *kept, user]
 
+    def so_far(self) -> list[Message]:
+        """The system prompt and the turns a next prompt would keep (for pre-filling)."""
+        return self.prompt_for("")[:-1]
+
     def add_turn(self, user_text: str, assistant_text: str) -> None:
         self.turns.append(Message("user", user_text))
         self.turns.append(Message("assistant", assistant_text))

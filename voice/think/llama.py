@@ -6,19 +6,23 @@ and reuses its longest common prefix, so a new turn only pre-fills what is new
 (system prompt and earlier turns are already there): warm time to first token
 is a fraction of cold. Decode and pre-fill thread counts are separate settings.
 
-Not thread-safe: one worker owns the model, and one stream runs at a time.
+All model work runs on one worker thread owned by the backend, so streams from
+several callers queue instead of colliding.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from voice.errors import VoiceError
 from voice.models import resolve_llm_model
 from voice.think.backend import LlmConfig, Message
+from voice.think.requantize import converted_model
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +39,7 @@ class LlamaBackend:
                 code="missing_dependency",
             ) from exc
         self.config = config
-        path = resolve_llm_model(config.model)
+        path = converted_model(resolve_llm_model(config.model), config.convert_to)
         try:
             self.llm = Llama(
                 model_path=str(path),
@@ -50,12 +54,57 @@ class LlamaBackend:
                 "Check that it is a complete GGUF file (see models/README.md).",
                 code="model_load_failed",
             ) from exc
-        self._lock = threading.Lock()
+        # The one thread that ever runs the model (see stream()); requests queue on it.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm")
+        self._formatter: Any = None
+
+    def _render_until_user(self, messages: list[Message]) -> str:
+        """The prompt text of ``messages`` followed by the start of a user turn: exactly
+        what the next request's prompt begins with, whatever the user then says."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        if self._formatter is None:
+            llm = self.llm
+            self._formatter = Jinja2ChatFormatter(
+                template=str(llm.metadata.get("tokenizer.chat_template", "")),
+                eos_token=llm.detokenize([llm.token_eos()], special=True).decode(),
+                bos_token=llm.detokenize([llm.token_bos()], special=True).decode(),
+            )
+        marker = "\x00"
+        turns = [m.to_dict() for m in messages] + [{"role": "user", "content": marker}]
+        prompt = str(self._formatter(messages=turns).prompt)
+        return prompt[: prompt.index(marker)] if marker in prompt else ""
+
+    def prefill(self, messages: list[Message]) -> int:
+        """Pre-fill the KV cache with the conversation so far, while nobody is waiting.
+
+        Sampled replies are often tokenized differently from how their text
+        re-tokenizes, so the next prompt would diverge from the cache inside the
+        last reply and pre-fill it again while the user waits. Calling this once
+        the reply is done (the user is speaking or typing) moves that work out of
+        the next turn's time to first token. Returns the tokens evaluated.
+        """
+        if not self.llm.metadata.get("tokenizer.chat_template"):
+            return 0
+        text = self._render_until_user(messages)
+        tokens = self.llm.tokenize(text.encode(), add_bos=True, special=True)
+        return int(self._worker.submit(self._evaluate, tokens).result())
+
+    def _evaluate(self, tokens: list[int]) -> int:
+        cached = list(self.llm.input_ids[: self.llm.n_tokens])
+        common = 0
+        for a, b in zip(cached, tokens, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(tokens) - 1)  # keep one token for the next request
+        self.llm.n_tokens = max(0, common)
+        self.llm.eval(tokens[self.llm.n_tokens :])
+        return len(tokens) - common
 
     def reset_cache(self) -> None:
         """Forget the cached prompt, so the next request pre-fills from scratch (benchmarks)."""
-        with self._lock:
-            self.llm.reset()  # type: ignore[no-untyped-call]
+        self._worker.submit(self.llm.reset).result()
 
     @property
     def context_tokens(self) -> int:
@@ -75,8 +124,38 @@ class LlamaBackend:
         cancel: threading.Event | None = None,
         max_tokens: int | None = None,
     ) -> Iterator[str]:
-        """Text deltas; setting ``cancel`` stops generation before the next token."""
-        with self._lock:
+        """Text deltas; setting ``cancel`` stops generation before the next token.
+
+        Generation runs on the backend's own worker thread whatever thread asks:
+        llama.cpp's OpenMP thread team belongs to the calling thread, and building
+        a new team for every reply cost ~50 ms of time to first token.
+        """
+        stop = threading.Event()  # ours: the caller's ``cancel`` is not ours to set
+        deltas: queue.Queue[str | BaseException | None] = queue.Queue()
+        future = self._worker.submit(
+            self._generate, messages, cancel or stop, stop, max_tokens, deltas
+        )
+        try:
+            while True:
+                item = deltas.get()
+                if item is None:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()  # a consumer that stops early stops the generation too
+            future.result()
+
+    def _generate(
+        self,
+        messages: list[Message],
+        cancel: threading.Event,
+        stop: threading.Event,
+        max_tokens: int | None,
+        deltas: queue.Queue[str | BaseException | None],
+    ) -> None:
+        try:
             chunks = cast(
                 Iterator[Any],
                 self.llm.create_chat_completion(
@@ -88,12 +167,16 @@ class LlamaBackend:
             )
             try:
                 for chunk in chunks:
-                    if cancel is not None and cancel.is_set():
+                    if cancel.is_set() or stop.is_set():
                         break
                     delta = chunk["choices"][0]["delta"].get("content")
                     if delta:
-                        yield delta
+                        deltas.put(delta)
             finally:
                 close = getattr(chunks, "close", None)
                 if close is not None:
                     close()  # stops llama.cpp's generation loop right here
+        except Exception as exc:  # reported to the consumer, never lost in the worker
+            deltas.put(exc)
+        finally:
+            deltas.put(None)
