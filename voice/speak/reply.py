@@ -157,17 +157,20 @@ def speak_reply(
     ]
     for worker in workers:
         worker.start()
+    finished = False
     try:
         while True:
             item = out.get()
             if item is _END:
+                finished = True
                 break
             if not cancel.is_set():
                 assert isinstance(item, TextDelta | SpokenAudio)
                 yield item
     finally:
         cancel_requested = cancel.is_set()
-        cancel.set()  # a consumer that stops early cancels the workers too
+        if not finished:
+            cancel.set()  # a consumer that stopped early cancels the workers too
         while not chunks.empty():
             chunks.get_nowait()
         chunks.put(_END)
