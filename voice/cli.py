@@ -34,17 +34,27 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from voice.config import load_settings
 
     settings = load_settings(args.config)
-    overrides = {
-        ("asr", "model"): args.asr_model,
-        ("asr", "threads"): args.asr_threads,
-        ("vad", "aggressiveness"): args.vad_aggressiveness,
-        ("vad", "end_silence_ms"): args.end_silence_ms,
-        ("vad", "silero"): args.silero,
-    }
-    for (section, name), value in overrides.items():
+    for (section, name), flag in _FLAGS.items():
+        value = getattr(args, flag, None)  # a subcommand may not have every flag
         if value is not None:
             settings.set(section, name, value)
     return settings
+
+
+# Command-line flags (argparse dest) that override settings (section, field).
+_FLAGS = {
+    ("asr", "model"): "asr_model",
+    ("asr", "threads"): "asr_threads",
+    ("vad", "aggressiveness"): "vad_aggressiveness",
+    ("vad", "end_silence_ms"): "end_silence_ms",
+    ("vad", "silero"): "silero",
+    ("llm", "backend"): "backend",
+    ("llm", "url"): "url",
+    ("llm", "model"): "llm_model",
+    ("tts", "voice"): "tts_voice",
+    ("tts", "speaking_rate"): "tts_rate",
+    ("tts", "threads"): "tts_threads",
+}
 
 
 def _llm_args(parser: argparse.ArgumentParser) -> None:
@@ -54,22 +64,10 @@ def _llm_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", dest="tts_voice", help="Piper voice .onnx (with .onnx.json)")
 
 
-def _apply_llm_args(settings, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
-    for (section, name), value in {
-        ("llm", "backend"): args.backend,
-        ("llm", "url"): args.url,
-        ("llm", "model"): args.llm_model,
-        ("tts", "voice"): args.tts_voice,
-    }.items():
-        if value is not None:
-            settings.set(section, name, value)
-
-
 def cmd_chat(args: argparse.Namespace) -> int:
     from voice.think.chat import run_chat
 
     settings = _settings(args)
-    _apply_llm_args(settings, args)
     if sys.stdin.isatty():
         print("Type a message and press Enter; Ctrl-D ends.", file=sys.stderr)
     return run_chat(settings, sys.stdin, Path(args.out_dir))
@@ -114,9 +112,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from voice.bench import run_bench
 
-    settings = _settings(args)
-    _apply_llm_args(settings, args)
-    return run_bench(args, settings)
+    return run_bench(args, _settings(args))
 
 
 def cmd_say(args: argparse.Namespace) -> int:
@@ -126,7 +122,6 @@ def cmd_say(args: argparse.Namespace) -> int:
 
     from voice.audio import write_wav
     from voice.audio.resample import Float32Array
-    from voice.config import load_settings
     from voice.speak.speakable import to_speakable
     from voice.speak.tts import PiperTts
 
@@ -136,14 +131,7 @@ def cmd_say(args: argparse.Namespace) -> int:
             'Try `voice say "Hello there."`.',
             code="empty_text",
         )
-    settings = load_settings(args.config)
-    for name, value in (
-        ("voice", args.voice),
-        ("speaking_rate", args.rate),
-        ("threads", args.threads),
-    ):
-        if value is not None:
-            settings.set("tts", name, value)
+    settings = _settings(args)
     settings.tts.output_rate = 0  # the file keeps the voice's native rate
     started = time.perf_counter()
     tts = PiperTts(settings.tts)
@@ -197,9 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("say", help="speak text into a WAV file with Piper")
     p.add_argument("text", help="what to say (markdown, URLs and emoji are made speakable)")
     p.add_argument("-o", "--output", default="say.wav", help="WAV file (default: say.wav)")
-    p.add_argument("--voice", help="Piper .onnx voice, or 'default' (the bundled voice)")
-    p.add_argument("--rate", type=float, help="speaking rate: 1.0 the voice's pace, 1.2 faster")
-    p.add_argument("--threads", type=int, help="CPU threads for synthesis (default: 1)")
+    p.add_argument(
+        "--voice", dest="tts_voice", help="Piper .onnx voice, or 'default' (the bundled voice)"
+    )
+    p.add_argument(
+        "--rate", dest="tts_rate", type=float, help="speaking rate: 1.0 the voice's pace"
+    )
+    p.add_argument("--threads", dest="tts_threads", type=int, help="synthesis CPU threads")
     p.add_argument("--config", help="TOML settings file (default: $VOICE_CONFIG)")
     p.set_defaults(func=cmd_say)
     return parser

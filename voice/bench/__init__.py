@@ -22,17 +22,14 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.reply import bench_reply
 
         report = bench_reply(settings, rounds=args.limit or 8)
-        print(json.dumps(report, indent=2) if args.json else format_report(report))
-        return 0
-    corpus = load_corpus(args.corpus, limit=args.limit)
-    if args.what == "asr":
+    elif args.what == "asr":
         from voice.bench.asr import bench_asr
 
-        report = bench_asr(corpus, settings)
+        report = bench_asr(load_corpus(args.corpus, limit=args.limit), settings)
     else:
         from voice.bench.vad import bench_vad
 
-        report = bench_vad(corpus, settings)
+        report = bench_vad(load_corpus(args.corpus, limit=args.limit), settings)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

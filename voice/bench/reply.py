@@ -14,10 +14,8 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
-
 from voice.bench.asr import peak_rss_mb
-from voice.bench.stats import p50_p95
+from voice.bench.stats import p50_p95, percentile
 from voice.config import Settings
 from voice.speak.reply import ReplyDone, speak_reply
 from voice.speak.tts import PiperTts
@@ -70,21 +68,16 @@ def bench_reply(settings: Settings, rounds: int = 8) -> dict[str, Any]:
     tts = PiperTts(settings.tts)
     tts.warm_up()
     questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(rounds)]
-    history = History(
-        settings.llm.system_prompt, llm.context_tokens, settings.llm.max_reply_tokens,
-        llm.count_tokens,
-    )  # fmt: skip
+    history = History.for_backend(llm, settings.llm)
     reset = getattr(llm, "reset_cache", None)
     prompts = []
-    cold, warm, rates, chunk_to_audio, ttfa_chunked, ttfa_whole, cancels = (
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-    )
+    cold: list[float] = []
+    warm: list[float] = []
+    rates: list[float] = []
+    chunk_to_audio: list[float] = []
+    ttfa_chunked: list[float] = []
+    ttfa_whole: list[float] = []
+    cancels: list[float] = []
     tts_compute = tts_audio = 0.0
     for number, question in enumerate(questions):
         messages = history.prompt_for(question)
@@ -124,8 +117,8 @@ def bench_reply(settings: Settings, rounds: int = 8) -> dict[str, Any]:
         tts_compute += finished - synth_started
         tts_audio += audio.size / tts.output_rate
         cancels.append(_cancel_latency_s(llm, messages) * 1000)
-    p50_chunked = float(np.median(ttfa_chunked)) if ttfa_chunked else 0.0
-    p50_whole = float(np.median(ttfa_whole)) if ttfa_whole else 0.0
+    p50_chunked = percentile(ttfa_chunked, 50) or 0.0
+    p50_whole = percentile(ttfa_whole, 50) or 0.0
     return {
         "llm": f"{settings.llm.backend}:{settings.llm.model}",
         "llm_threads": {"decode": settings.llm.threads, "prefill": settings.llm.threads_batch},

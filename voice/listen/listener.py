@@ -248,14 +248,15 @@ class Listener:
         if len(audio) > MAX_AUDIO_S * SAMPLE_RATE:  # never hand the engine more than it takes
             self._force_trim(utt, len(audio) - int(self.config.max_window_s * SAMPLE_RATE))
             audio = utt.audio()[: max(0, end_sample - utt.start_sample)]
+        end = utt.start_sample + len(audio)
         request = TranscribeRequest(
             request_id=self._next_request_id,
             utterance_id=utt.uid,
             audio=audio,
             context=utt.context(),
             with_timestamps=long,
-            end_sample=utt.start_sample + len(audio),
-            final=utt.start_sample + len(audio) >= utt.final_end(self._tail),
+            end_sample=end,
+            final=end >= utt.final_end(self._tail),
         )
         self._next_request_id += 1
         utt.last_pass_end = request.end_sample

@@ -75,12 +75,11 @@ def speak_reply(
     tts: Synthesizer,
     messages: list[Message],
     cancel: threading.Event | None = None,
-    chunker: SentenceChunker | None = None,
     first_chunk_max_chars: int = 24,
 ) -> Iterator[ReplyItem]:
     """Stream a reply: text deltas as generated, audio per chunk as synthesised, then done."""
     cancel = cancel or threading.Event()
-    chunker = chunker or SentenceChunker(first_chunk_max_chars=first_chunk_max_chars)
+    chunker = SentenceChunker(first_chunk_max_chars=first_chunk_max_chars)
     out: queue.Queue[object] = queue.Queue()
     chunks: queue.Queue[object] = queue.Queue()
     timings = ReplyTimings()

@@ -29,10 +29,7 @@ def run_chat(
     llm = make_backend(settings.llm)
     tts = PiperTts(settings.tts)
     tts.warm_up()
-    history = History(
-        settings.llm.system_prompt, llm.context_tokens, settings.llm.max_reply_tokens,
-        llm.count_tokens,
-    )  # fmt: skip
+    history = History.for_backend(llm, settings.llm)
     out_dir.mkdir(parents=True, exist_ok=True)
     turn = 0
     for line in lines:
@@ -58,7 +55,6 @@ def run_chat(
                 done = item
         assert done is not None
         history.add_turn(text, done.text)
-        prefill(llm, history.so_far())  # while the user types the next line
         path = out_dir / f"turn_{turn:03d}.wav"
         write_wav(
             path, np.concatenate(audio) if audio else np.zeros(0, np.float32), tts.output_rate
@@ -70,6 +66,7 @@ def run_chat(
             file=out,
             flush=True,
         )
+        prefill(llm, history.so_far())  # while the user types the next line
     return 0
 
 

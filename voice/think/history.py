@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from voice.errors import VoiceError
-from voice.think.backend import Message
+from voice.think.backend import LlmBackend, LlmConfig, Message
 
 
 class InputTooLongError(VoiceError):
@@ -30,6 +30,14 @@ class History:
         self.turns: list[Message] = []
         self.budget = context_tokens - reply_tokens
         self._count = count_tokens
+
+    @classmethod
+    def for_backend(cls, backend: LlmBackend, config: LlmConfig) -> History:
+        """A history sized to the backend's context, with the configured persona."""
+        return cls(
+            config.system_prompt, backend.context_tokens, config.max_reply_tokens,
+            backend.count_tokens,
+        )  # fmt: skip
 
     def prompt_for(self, user_text: str) -> list[Message]:
         """System prompt + the most recent turns that fit + this user input."""

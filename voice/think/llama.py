@@ -91,13 +91,11 @@ class LlamaBackend:
         return int(self._worker.submit(self._evaluate, tokens).result())
 
     def _evaluate(self, tokens: list[int]) -> int:
-        cached = list(self.llm.input_ids[: self.llm.n_tokens])
-        common = 0
-        for a, b in zip(cached, tokens, strict=False):
-            if a != b:
-                break
-            common += 1
-        common = min(common, len(tokens) - 1)  # keep one token for the next request
+        cached = self.llm.input_ids[: self.llm.n_tokens].tolist()
+        # Keep at least one token to evaluate, so the next request has fresh logits.
+        common = min(
+            int(self.llm.longest_token_prefix(cached, tokens)), len(tokens) - 1
+        )  # keep one token for the next request
         self.llm.n_tokens = max(0, common)
         self.llm.eval(tokens[self.llm.n_tokens :])
         return len(tokens) - common
