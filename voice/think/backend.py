@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice assistant. Your replies are spoken aloud, so answer in one "
@@ -56,6 +56,49 @@ class LlmBackend(Protocol):
         cancel: threading.Event | None = None,
         max_tokens: int | None = None,
     ) -> Iterator[str]: ...
+
+
+class TokenSteps(Protocol):
+    """A generation advanced by its caller, one step (about a token) at a time."""
+
+    def step(self) -> str | None: ...
+
+    def close(self) -> None: ...
+
+
+class _IteratorSteps:
+    """Steps over any backend's stream (for the HTTP backend the compute is remote)."""
+
+    def __init__(self, backend: LlmBackend, messages: list[Message], max_tokens: int | None):
+        self._cancel = threading.Event()
+        self._stream = backend.stream(messages, self._cancel, max_tokens)
+
+    def step(self) -> str | None:
+        return next(self._stream, None)
+
+    def close(self) -> None:
+        self._cancel.set()
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+
+
+def open_steps(
+    backend: LlmBackend, messages: list[Message], max_tokens: int | None = None
+) -> TokenSteps:
+    """A step-wise generation: the backend's own (lock-step) one if it has it."""
+    opener = getattr(backend, "open_steps", None)
+    if opener is not None:
+        return cast(TokenSteps, opener(messages, max_tokens))
+    return _IteratorSteps(backend, messages, max_tokens)
+
+
+def end_of_turn_probability(
+    backend: LlmBackend, messages: list[Message], user_text: str
+) -> float | None:
+    """The model's own belief that the user has finished, or None if it cannot say."""
+    probe = getattr(backend, "end_of_turn_probability", None)
+    return None if probe is None else float(probe(messages, user_text))
 
 
 def prefill(backend: LlmBackend, messages: list[Message]) -> None:

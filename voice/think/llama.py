@@ -19,9 +19,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
+import numpy as np
+
 from voice.errors import VoiceError
 from voice.models import resolve_llm_model
-from voice.think.backend import LlmConfig, Message
+from voice.think.backend import LlmConfig, Message, TokenSteps
 from voice.think.requantize import converted_model
 
 log = logging.getLogger(__name__)
@@ -57,10 +59,9 @@ class LlamaBackend:
         # The one thread that ever runs the model (see stream()); requests queue on it.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm")
         self._formatter: Any = None
+        self._eot_token: int | None = None
 
-    def _render_until_user(self, messages: list[Message]) -> str:
-        """The prompt text of ``messages`` followed by the start of a user turn: exactly
-        what the next request's prompt begins with, whatever the user then says."""
+    def _chat_formatter(self) -> Any:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         if self._formatter is None:
@@ -70,9 +71,14 @@ class LlamaBackend:
                 eos_token=llm.detokenize([llm.token_eos()], special=True).decode(),
                 bos_token=llm.detokenize([llm.token_bos()], special=True).decode(),
             )
+        return self._formatter
+
+    def _render_until_user(self, messages: list[Message]) -> str:
+        """The prompt text of ``messages`` followed by the start of a user turn: exactly
+        what the next request's prompt begins with, whatever the user then says."""
         marker = "\x00"
         turns = [m.to_dict() for m in messages] + [{"role": "user", "content": marker}]
-        prompt = str(self._formatter(messages=turns).prompt)
+        prompt = str(self._chat_formatter()(messages=turns).prompt)
         return prompt[: prompt.index(marker)] if marker in prompt else ""
 
     def prefill(self, messages: list[Message]) -> int:
@@ -99,6 +105,42 @@ class LlamaBackend:
         self.llm.n_tokens = max(0, common)
         self.llm.eval(tokens[self.llm.n_tokens :])
         return len(tokens) - common
+
+    def open_steps(self, messages: list[Message], max_tokens: int | None = None) -> TokenSteps:
+        """A generation its caller advances one step (about one token) at a time.
+
+        Nothing runs ahead between steps, so a scheduler that owns the CPU (the
+        conversation's engine lane) decides exactly when the model may compute,
+        and a step's wall time is its true cost. The work still runs on the
+        backend's worker thread.
+        """
+        return _LlamaSteps(self, messages, max_tokens or self.config.max_reply_tokens)
+
+    def end_of_turn_probability(self, messages: list[Message], user_text: str) -> float:
+        """How likely the model thinks the user's turn ends right after ``user_text``.
+
+        The probability of the chat template's end-of-user-turn token after the
+        text, read from the logits of one pre-fill. The same pre-fill is the start
+        of the reply's prompt, so a reply that follows costs nothing extra.
+        """
+        return float(self._worker.submit(self._eot_probability, messages, user_text).result())
+
+    def _eot_probability(self, messages: list[Message], user_text: str) -> float:
+        if not self.llm.metadata.get("tokenizer.chat_template"):
+            return 0.5
+        if self._eot_token is None:
+            marker = "\x00"
+            turns = [{"role": "user", "content": marker}]
+            prompt = str(self._chat_formatter()(messages=turns).prompt)
+            after = prompt[prompt.index(marker) + 1 :] if marker in prompt else ""
+            ids = self.llm.tokenize(after.encode(), add_bos=False, special=True)
+            self._eot_token = ids[0] if ids else self.llm.token_eos()
+        text = self._render_until_user(messages) + user_text.strip()
+        self._evaluate(self.llm.tokenize(text.encode(), add_bos=True, special=True))
+        raw = self.llm._ctx.get_logits()  # type: ignore[no-untyped-call]
+        logits = np.ctypeslib.as_array(raw, shape=(self.llm.n_vocab(),))
+        shifted = np.exp(logits - logits.max())
+        return float(shifted[self._eot_token] / shifted.sum())
 
     def reset_cache(self) -> None:
         """Forget the cached prompt, so the next request pre-fills from scratch (benchmarks)."""
@@ -178,3 +220,46 @@ class LlamaBackend:
             deltas.put(exc)
         finally:
             deltas.put(None)
+
+
+class _LlamaSteps:
+    """One lazily advanced chat completion; every step runs on the backend's worker."""
+
+    def __init__(self, backend: LlamaBackend, messages: list[Message], max_tokens: int) -> None:
+        self._backend = backend
+        self._messages = messages
+        self._max_tokens = max_tokens
+        self._chunks: Iterator[Any] | None = None
+        self.done = False
+
+    def _next(self) -> str | None:
+        if self._chunks is None:
+            self._chunks = cast(
+                Iterator[Any],
+                self._backend.llm.create_chat_completion(
+                    [m.to_dict() for m in self._messages],  # type: ignore[misc]
+                    stream=True,
+                    max_tokens=self._max_tokens,
+                    temperature=self._backend.config.temperature,
+                ),
+            )
+        for chunk in self._chunks:
+            delta = chunk["choices"][0]["delta"].get("content")
+            if delta:
+                return str(delta)
+        self.done = True
+        return None
+
+    def step(self) -> str | None:
+        """The next text delta, or None when the reply is complete."""
+        if self.done:
+            return None
+        return self._backend._worker.submit(self._next).result()
+
+    def close(self) -> None:
+        """Stop here: llama.cpp's generation loop ends at once and frees the model."""
+        self.done = True
+        chunks, self._chunks = self._chunks, None
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            self._backend._worker.submit(close).result()
