@@ -77,6 +77,10 @@ def sample_path() -> Path:
     return Path(str(resources.files("voice") / "data" / "jfk_inaugural_1961.wav"))
 
 
+def demo_script_path() -> Path:
+    return Path(str(resources.files("voice") / "data" / "demo" / "script.json"))
+
+
 def _format_event(event: dict[str, object]) -> str:
     stamp = f"[{float(event['audio_ms']) / 1000:7.2f}s]"  # type: ignore[arg-type]
     kind = event["type"]
@@ -155,6 +159,51 @@ def cmd_say(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from voice.conversation.engines import Engines
+    from voice.conversation.setup import build_session
+    from voice.transports.simulate import Script, simulate, write_outputs
+
+    settings = _settings(args)
+    script = Script.load(args.script or demo_script_path())
+    engines = Engines.load(settings)
+    result = simulate(script, build_session(settings, engines), engines, realtime=args.realtime)
+    metrics = write_outputs(result, args.out_dir, title=Path(args.script or "demo").name)
+    summary = metrics["summary"]
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    for event in result.events:
+        line = _format_conversation_event(event)
+        if line:
+            print(line)
+    v2v, barge = summary["voice_to_voice_ms"], summary["barge_in_ms"]
+    print(
+        f"{summary['turns']} turns; voice-to-voice p50 {v2v['p50']} ms p95 {v2v['p95']} ms; "
+        f"barge-in p50 {barge['p50']} ms p95 {barge['p95']} ms; "
+        f"{summary['audio_s']} s of conversation in {summary['wall_s']} s; "
+        f"wrote {args.out_dir}/{{conversation.wav,events.jsonl,metrics.json,timeline.png}}"
+    )
+    return 0
+
+
+def _format_conversation_event(event: dict[str, object]) -> str:
+    """The lines a person wants to follow a conversation; partials and deltas are left out."""
+    stamp = f"[{float(event['audio_ms']) / 1000:7.2f}s]"  # type: ignore[arg-type]
+    kind = event["type"]
+    if kind == "final":
+        return f"{stamp} user      {event['text']}"
+    if kind == "reply_end":
+        cut = " [interrupted]" if event["interrupted"] else ""
+        return f"{stamp} assistant {event['heard_text'] or '(nothing heard)'}{cut}"
+    if kind == "turn_metrics":
+        v2v, barge = event["voice_to_voice_ms"], event["barge_in_ms"]
+        return f"{stamp} metrics   voice-to-voice {v2v} ms, barge-in {barge} ms"
+    if kind in ("paused", "resumed", "speculation_cancel", "error"):
+        return f"{stamp} {kind:<9} {event.get('reason') or event.get('message') or ''}".rstrip()
+    return ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="voice", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -168,13 +217,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_transcribe)
 
     p = sub.add_parser("bench", help="measure latency and accuracy (not a test)")
-    p.add_argument("what", choices=["asr", "vad", "reply"], help="which benchmark")
+    p.add_argument("what", choices=["asr", "vad", "reply", "conversation"], help="which benchmark")
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _settings_args(p)
     _llm_args(p)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("simulate", help="play a scripted conversation into a session")
+    p.add_argument(
+        "script", nargs="?", help="JSON script: turns of WAV clips placed in time (default: demo)"
+    )
+    p.add_argument("-o", "--out-dir", default="simulation", help="where the outputs go")
+    p.add_argument("--realtime", action="store_true", help="run at wall-clock pace")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _settings_args(p)
+    _llm_args(p)
+    p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("chat", help="typed conversation: replies stream as text and speech")
     p.add_argument("--out-dir", default="chat", help="one WAV per reply goes here")

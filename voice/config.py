@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from voice.conversation.session import ConversationConfig
+from voice.conversation.turns import TurnConfig
 from voice.errors import ConfigError
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig
@@ -41,6 +43,8 @@ class Settings:
     listen: ListenConfig = field(default_factory=ListenConfig)
     tts: TtsConfig = field(default_factory=TtsConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
+    turn: TurnConfig = field(default_factory=TurnConfig)
+    conversation: ConversationConfig = field(default_factory=ConversationConfig)
 
     def set(self, section: str, name: str, raw: Any) -> None:
         """Set ``section.name`` from a TOML value or a string, converting to the field's type."""

@@ -59,6 +59,7 @@ class Partial(Event):
     committed: str
     unstable: str
     compute_ms: float
+    no_speech_prob: float = 0.0  # Whisper's "nobody spoke" probability for the pass
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +72,7 @@ class Final(Event):
     start_ms: float
     end_ms: float
     compute_ms: float
+    no_speech_prob: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,3 +82,139 @@ class Error(Event):
     type: ClassVar[str] = "error"
     code: str
     message: str
+
+
+# -- the conversation ------------------------------------------------------------------
+#
+# Assistant utterances are numbered by ``reply_id``; every event about one carries
+# it, so a front end can drop anything that belongs to a reply it was told is over.
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateChanged(Event):
+    """The session's state: listening, user_speaking, speculating, thinking, speaking,
+    paused (the user may be barging in) or interrupted."""
+
+    type: ClassVar[str] = "state"
+    state: str
+    previous: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpeculationStarted(Event):
+    """The user paused: a reply to ``text`` is being prepared, not yet shown or spoken."""
+
+    type: ClassVar[str] = "speculation_start"
+    utterance_id: int
+    gen_id: int
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpeculationCancelled(Event):
+    """The prepared reply was thrown away (the user went on, or the transcript changed)."""
+
+    type: ClassVar[str] = "speculation_cancel"
+    gen_id: int
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplyStarted(Event):
+    """The assistant answers ``text`` (the user's turn); ``speculative`` if prepared early."""
+
+    type: ClassVar[str] = "reply_start"
+    reply_id: int
+    utterance_id: int
+    text: str
+    speculative: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplyText(Event):
+    """A delta of the reply's text, as generated (it is spoken a little later)."""
+
+    type: ClassVar[str] = "reply_text"
+    reply_id: int
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AudioChunk(Event):
+    """Audio of chunk ``seq`` of a reply was handed to the output (the samples travel
+    beside the event); ``text`` is what it says."""
+
+    type: ClassVar[str] = "audio_chunk"
+    reply_id: int
+    seq: int
+    text: str
+    duration_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlaybackStarted(Event):
+    """The first sample of a reply was played (as the output reports it)."""
+
+    type: ClassVar[str] = "playback_start"
+    reply_id: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplyEnded(Event):
+    """A reply is over: all played, or interrupted; ``heard_text`` is what was played."""
+
+    type: ClassVar[str] = "reply_end"
+    reply_id: int
+    text: str
+    heard_text: str
+    interrupted: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Paused(Event):
+    """User speech over the reply: output paused until we know whether it is a turn."""
+
+    type: ClassVar[str] = "paused"
+    reply_id: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resumed(Event):
+    """It was not a turn (noise, a cough, a backchannel): output resumes where it paused."""
+
+    type: ClassVar[str] = "resumed"
+    reply_id: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interrupted(Event):
+    """The user barged in: the reply's queued audio is dropped and its generation stopped."""
+
+    type: ClassVar[str] = "interrupted"
+    reply_id: int
+    heard_text: str
+    played_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnMetrics(Event):
+    """Latency figures of one user turn and its reply (ms; None where it did not happen).
+
+    ``voice_to_voice_ms``: end of the user's speech to the first reply sample played.
+    ``barge_in_ms``: onset of speech over this reply to its audio stopping.
+    """
+
+    type: ClassVar[str] = "turn_metrics"
+    turn_id: int
+    reply_id: int
+    user_text: str
+    user_end_ms: float
+    end_silence_ms: float
+    eot_probability: float | None
+    speculative: bool
+    asr_final_ms: float | None
+    llm_first_token_ms: float | None
+    first_audio_ready_ms: float | None
+    voice_to_voice_ms: float | None
+    barge_in_ms: float | None
+    interrupted: bool

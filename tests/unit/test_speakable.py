@@ -192,3 +192,11 @@ def test_to_speakable_is_idempotent(text: str) -> None:
 def test_idempotent_on_former_counterexamples(text: str) -> None:
     once = to_speakable(text)
     assert to_speakable(once) == once
+
+
+def test_stage_directions_are_dropped_across_deltas() -> None:
+    from voice.speak.directions import StageDirections
+
+    directions = StageDirections()
+    deltas = ["(smil", "ing warmly) Oh", ", *laughs* I am", " **very** glad [sighs]."]
+    assert "".join(directions.push(d) for d in deltas) == " Oh,  I am very glad ."

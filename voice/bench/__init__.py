@@ -1,4 +1,4 @@
-"""Benchmarks: ``voice bench asr|vad``. Timing lives here, never in tests.
+"""Benchmarks: ``voice bench asr|vad|reply|conversation``. Timing lives here, never in tests.
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
 virtual audio time that is charged for real compute (see
@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from voice.config import Settings
+if TYPE_CHECKING:  # voice.config imports the conversation, which uses voice.bench.stats
+    from voice.config import Settings
 
 
 def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     from voice.bench.corpus import load_corpus
 
     report: dict[str, Any]
-    if args.what == "reply":
+    if args.what == "conversation":
+        from voice.bench.conversation import bench_conversation
+
+        report = bench_conversation(load_corpus(args.corpus), settings, limit=args.limit)
+    elif args.what == "reply":
         from voice.bench.reply import bench_reply
 
         report = bench_reply(settings, rounds=args.limit or 8)

@@ -41,7 +41,7 @@ Float32Array = npt.NDArray[np.float32]
 @dataclass
 class ListenConfig:
     partial_interval_ms: int = 500
-    final_tail_ms: int = 200
+    final_tail_ms: int = 120  # silence before the final pass; 200 ms: WER 6.84% vs 7.78%, +80 ms
     max_window_s: float = 20.0
     holdback_words: int = 2
 
@@ -71,7 +71,7 @@ class _Utterance:
     last_pass_end: int = -1
     last_speech_end: int = -1
     ended_at: int = -1  # when the endpointer fired, or -1 while speaking
-    final_result: tuple[int, list[str], float] | None = None  # (end sample, words, compute)
+    final_result: tuple[int, list[str], Transcription] | None = None  # (end, words, pass)
     finished: bool = False
 
     def audio(self) -> Float32Array:
@@ -122,6 +122,7 @@ class Listener:
         self._next_uid = 1
         self._next_request_id = 1
         self._in_flight: TranscribeRequest | None = None
+        self.voiced_run = 0  # consecutive voiced frames up to now (a barge-in hair trigger)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -147,6 +148,34 @@ class Listener:
             return self._utterances[-1]
         return None
 
+    @property
+    def voiced_run_ms(self) -> int:
+        return self.voiced_run * FRAME_MS
+
+    @property
+    def open_utterance(self) -> int | None:
+        """The id of the utterance being spoken now, if any."""
+        current = self._current()
+        return None if current is None else current.uid
+
+    def committed_text(self, utterance_id: int) -> str:
+        """The words of an open utterance that will not change any more."""
+        utt = self._current()
+        if utt is None or utt.uid != utterance_id:
+            return ""
+        return " ".join(utt.agreement.committed)
+
+    def prefetched_final(self, utterance_id: int) -> str | None:
+        """The open utterance's transcript if a pass already covers everything its final
+        needs (the user has paused): what the final will say unless they speak on."""
+        utt = self._current()
+        if utt is None or utt.uid != utterance_id or utt.final_result is None:
+            return None
+        end, words, _ = utt.final_result
+        if end < utt.last_speech_end + self._tail or end < utt.final_end(self._tail):
+            return None  # not a pause yet: the pass ends in speech
+        return " ".join(words)
+
     # -- audio in ------------------------------------------------------------------------
 
     def feed(self, audio: Float32Array) -> list[Event]:
@@ -162,6 +191,7 @@ class Listener:
     def _frame(self, frame: Float32Array) -> list[Event]:
         events: list[Event] = []
         voiced = self.classifier.is_speech(float_to_pcm16(frame))
+        self.voiced_run = self.voiced_run + 1 if voiced else 0
         frame_start = self.sample
         self.sample += FRAME_SAMPLES
         change = self.endpointer.push(voiced)
@@ -279,9 +309,9 @@ class Listener:
         words = self._tail_words(utt, request, result)
         if request.end_sample >= utt.final_end(self._tail):
             full = utt.agreement.committed + words
-            utt.final_result = (request.end_sample, full, result.compute_ms)
+            utt.final_result = (request.end_sample, full, result)
             if utt.ended_at >= 0:
-                return [self._final(utt, full, result.compute_ms)]
+                return [self._final(utt, full, result)]
         if utt.ended_at >= 0:
             return []
         utt.agreement.update(words)
@@ -295,6 +325,7 @@ class Listener:
                 committed=" ".join(utt.agreement.committed),
                 unstable=" ".join(utt.agreement.tail),
                 compute_ms=result.compute_ms,
+                no_speech_prob=round(result.no_speech_prob, 3),
             )
         ]
 
@@ -321,7 +352,7 @@ class Listener:
             utt.trimmed_words += cut_words
             utt.trim(int(cut_s * SAMPLE_RATE))
 
-    def _final(self, utt: _Utterance, words: list[str], compute_ms: float) -> Final:
+    def _final(self, utt: _Utterance, words: list[str], result: Transcription) -> Final:
         utt.finished = True
         self._utterances.remove(utt)
         return Final(
@@ -330,5 +361,6 @@ class Listener:
             text=" ".join(words),
             start_ms=self._ms(utt.onset_sample),
             end_ms=self._ms(utt.last_speech_end),
-            compute_ms=compute_ms,
+            compute_ms=result.compute_ms,
+            no_speech_prob=round(result.no_speech_prob, 3),
         )

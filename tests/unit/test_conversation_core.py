@@ -1,0 +1,346 @@
+"""The conversation core on scripted timelines with fake engines (pure turn-taking logic).
+
+Loud frames are speech. The fake recogniser hears one word per 200 ms of
+audio at amplitude 0.3 (ending in "," under a second, an unfinished thought,
+and "." after), "yeah" in audio at 0.2 and "stop" at 0.25; the fake
+LLM says a fixed reply a word per step; the fake voice makes 0.1 s of audio
+per character. Real models on real audio are in tests/component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voice.conversation.engines import Engines
+from voice.conversation.generation import Playback, SpokenChunk
+from voice.conversation.session import ConversationConfig, Session
+from voice.conversation.turns import TurnConfig, judge_turn, same_turn_text
+from voice.listen.endpoint import EndpointConfig
+from voice.listen.listener import ListenConfig, Listener
+from voice.listen.whisper import Transcription
+from voice.think.history import History
+from voice.transports.simulate import Script, ScriptTurn, SimulationResult, simulate
+
+WORDS = [
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
+REPLY = "Sure, I can help with that. It is a lovely day for it. Anything else I can do?"
+
+
+class LoudIsSpeech:
+    def is_speech(self, frame: np.ndarray) -> bool:
+        return bool(np.abs(frame).max() > 1000)
+
+    def reset(self) -> None:
+        pass
+
+
+class FakeAsr:
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        peak = float(np.abs(audio).max()) if len(audio) else 0.0
+        if 0.15 < peak < 0.22:
+            return Transcription(words=["Yeah."])
+        if 0.22 < peak < 0.27:
+            return Transcription(words=["Stop."])
+        loud_ms = int(np.sum(np.abs(audio) > 0.05) / 16)
+        words = WORDS[: loud_ms // 200]
+        mark = "," if loud_ms < 1000 else "."
+        return Transcription(words=[*words[:-1], words[-1] + mark] if words else [])
+
+
+class FakeLlm:
+    context_tokens = 2048
+
+    def __init__(self, eot: float | None = 0.5) -> None:
+        self.eot = eot
+        self.opened = 0
+        self.closed = 0
+
+    def count_tokens(self, messages) -> int:  # type: ignore[no-untyped-def]
+        return sum(len(m.content.split()) + 4 for m in messages)
+
+    def stream(self, messages, cancel=None, max_tokens=None) -> Iterator[str]:  # type: ignore[no-untyped-def]
+        self.opened += 1
+        try:
+            for word in REPLY.split():
+                yield word + " "
+        finally:
+            self.closed += 1
+
+
+class FakeLlmWithEot(FakeLlm):
+    def end_of_turn_probability(self, messages, user_text) -> float:  # type: ignore[no-untyped-def]
+        assert self.eot is not None
+        return self.eot
+
+
+class FakeTts:
+    def synthesize(self, text, cancel=None) -> Iterator[np.ndarray]:  # type: ignore[no-untyped-def]
+        yield np.full(len(text) * 1600, 0.01, np.float32)
+
+
+def tone(seconds: float, level: float = 0.3) -> np.ndarray:
+    return np.full(int(seconds * 16000), level, np.float32)
+
+
+def gap(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * 16000), np.float32)
+
+
+def run(
+    turns: list[ScriptTurn],
+    llm: FakeLlm | None = None,
+    config: ConversationConfig | None = None,
+    turn: TurnConfig | None = None,
+) -> tuple[SimulationResult, Session]:
+    llm = llm or FakeLlm()
+    engines = Engines(asr=FakeAsr(), llm=llm, tts=FakeTts())
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    history = History("Be brief.", 2048, 100, llm.count_tokens)
+    session = Session(
+        listener,
+        history,
+        config or ConversationConfig(),
+        turn,
+        eot_available=engines.has_end_of_turn_model,
+    )
+    return simulate(Script(turns), session, engines), session
+
+
+def at(audio: np.ndarray, seconds: float) -> ScriptTurn:
+    return ScriptTurn(audio=audio, name="clip", at_s=seconds)
+
+
+def after(audio: np.ndarray, event: str, delay: float) -> ScriptTurn:
+    return ScriptTurn(audio=audio, name="clip", after=event, delay_s=delay)
+
+
+def of(result: SimulationResult, kind: str) -> list[dict]:  # type: ignore[type-arg]
+    return [e for e in result.events if e["type"] == kind]
+
+
+def spoken_samples(result: SimulationResult) -> int:
+    return int(sum(e["duration_ms"] for e in of(result, "audio_chunk")) * 16)
+
+
+def test_a_turn_is_answered_from_the_speculation_and_played_in_full() -> None:
+    result, session = run([at(tone(1.0), 0.5)])
+    kinds = [e["type"] for e in result.events]
+    for earlier, later in [
+        ("speech_start", "speculation_start"),
+        ("speculation_start", "speech_end"),
+        ("final", "reply_start"),
+        ("reply_start", "playback_start"),
+        ("playback_start", "reply_end"),
+        ("reply_end", "turn_metrics"),
+    ]:
+        assert kinds.index(earlier) < kinds.index(later), (earlier, later)
+    (start,) = of(result, "reply_start")
+    assert start["speculative"] and start["text"] == "one two three four five."
+    (end,) = of(result, "reply_end")
+    assert not end["interrupted"] and end["heard_text"] == REPLY
+    (metrics,) = of(result, "turn_metrics")
+    assert metrics["voice_to_voice_ms"] >= metrics["end_silence_ms"]
+    assert session.history.turns[-1].content == REPLY
+    # Everything played is the reply's audio, after the user's speech, and all of it.
+    assert np.count_nonzero(result.played) == spoken_samples(result)
+
+
+def test_a_mid_sentence_pause_cancels_the_speculation_and_makes_one_turn() -> None:
+    user = np.concatenate([tone(0.8), gap(0.4), tone(0.8)])
+    result, _ = run([at(user, 0.5)])
+    assert [e["reason"] for e in of(result, "speculation_cancel")] == ["user went on"]
+    (final,) = of(result, "final")
+    assert final["text"] == "one two three four five six seven eight."
+    (start,) = of(result, "reply_start")
+    assert start["text"] == final["text"] and start["speculative"]
+    # The cancelled speculation was never shown: the only reply text is the real reply's.
+    assert {e["reply_id"] for e in of(result, "reply_text")} == {start["reply_id"]}
+
+
+def test_barge_in_stops_the_reply_and_history_keeps_what_was_heard() -> None:
+    result, session = run([at(tone(1.0), 0.5), after(tone(1.2), "reply_start", 1.5)])
+    (interrupted,) = of(result, "interrupted")
+    heard = interrupted["heard_text"]
+    assert heard and REPLY.startswith(heard) and heard != REPLY
+    assert session.history.turns[1].content == heard
+    paused, cut = of(result, "paused")[0]["audio_ms"], interrupted["audio_ms"]
+    # Nothing of the interrupted reply is played after the pause.
+    first_reply = of(result, "reply_start")[0]["reply_id"]
+    second_start = [e for e in of(result, "playback_start") if e["reply_id"] != first_reply]
+    stop = int((paused + 20) * 16)
+    until = int((second_start[0]["audio_ms"] - 20) * 16) if second_start else len(result.played)
+    assert not result.played[stop:until].any()
+    assert cut >= paused
+    metrics = of(result, "turn_metrics")[0]
+    assert metrics["interrupted"] and 0 < metrics["barge_in_ms"] <= 200
+    assert len(of(result, "reply_start")) == 2  # and the barge-in is answered
+
+
+def test_a_short_noise_pauses_and_the_reply_resumes() -> None:
+    result, _ = run([at(tone(1.0), 0.5), after(tone(0.1), "reply_start", 1.0)])
+    assert of(result, "paused") and of(result, "resumed")
+    (end,) = of(result, "reply_end")
+    assert not end["interrupted"] and end["heard_text"] == REPLY
+    assert np.count_nonzero(result.played) == spoken_samples(result)  # nothing lost
+
+
+def test_a_backchannel_does_not_interrupt() -> None:
+    result, session = run([at(tone(1.0), 0.5), after(tone(0.6, 0.2), "reply_start", 1.0)])
+    assert not of(result, "interrupted")
+    assert [e["text"] for e in of(result, "final")][-1] == "Yeah."
+    assert len(of(result, "reply_start")) == 1
+    assert session.history.turns[-1].content == REPLY
+
+
+def test_stop_interrupts_without_a_new_reply() -> None:
+    result, session = run([at(tone(1.0), 0.5), after(tone(0.6, 0.25), "reply_start", 1.0)])
+    assert len(of(result, "interrupted")) == 1
+    assert len(of(result, "reply_start")) == 1
+    assert [m.role for m in session.history.turns] == ["user", "assistant"]
+    assert session.state == "listening"
+
+
+def test_half_duplex_ignores_speech_over_the_reply() -> None:
+    config = ConversationConfig(barge_in=False)
+    result, _ = run([at(tone(1.0), 0.5), after(tone(1.2), "reply_start", 1.0)], config=config)
+    assert not of(result, "interrupted") and not of(result, "paused")
+    assert len(of(result, "reply_start")) == 1
+
+
+def test_no_speculation_starts_the_llm_only_after_the_turn() -> None:
+    llm = FakeLlm()
+    config = ConversationConfig(speculate=False)
+    result, _ = run([at(tone(1.0), 0.5)], llm=llm, config=config)
+    assert not of(result, "speculation_start")
+    (start,) = of(result, "reply_start")
+    assert not start["speculative"] and llm.opened == 1
+
+
+def test_a_sure_end_of_turn_shortens_the_wait() -> None:
+    results = {}
+    for eot in (0.9, 0.0001):
+        with_model = TurnConfig(use_model=True)
+        result, _ = run([at(tone(1.0), 0.5)], llm=FakeLlmWithEot(eot), turn=with_model)
+        (end,) = of(result, "speech_end")
+        results[eot] = end["audio_ms"] - end["end_ms"]
+    # A full stop and a confident model: the short wait; a doubtful model: the default.
+    assert results[0.9] + 80 <= results[0.0001] < 1000
+
+
+def test_stale_generation_is_closed_when_the_speculation_is_cancelled() -> None:
+    llm = FakeLlm()
+    user = np.concatenate([tone(0.8), gap(0.45), tone(0.8)])
+    run([at(user, 0.5)], llm=llm)
+    assert llm.opened == llm.closed  # every generation opened was stopped or finished
+
+
+def test_filler_plays_when_the_reply_is_late() -> None:
+    class SlowLlm(FakeLlm):
+        def stream(self, messages, cancel=None, max_tokens=None) -> Iterator[str]:  # type: ignore[no-untyped-def]
+            import time
+
+            time.sleep(0.6)  # charged to the virtual clock
+            yield from super().stream(messages, cancel, max_tokens)
+
+    config = ConversationConfig(filler_after_ms=300, speculate=False)
+    result, session = run([at(tone(1.0), 0.5)], llm=SlowLlm(), config=config)
+    chunks = of(result, "audio_chunk")
+    assert chunks[0]["seq"] == -1 and chunks[1]["seq"] == 0
+    assert session.history.turns[-1].content == REPLY  # the filler is not part of the reply
+
+
+@pytest.mark.parametrize(
+    ("text", "eot", "expected"),
+    [
+        ("What is the capital of France?", 0.6, "complete"),
+        ("What is the capital of", 0.0, "incomplete"),
+        ("I went to the store and", None, "incomplete"),
+        ("Well, um", None, "incomplete"),
+        ("Turn left,", None, "incomplete"),
+        ("The birch canoe slid on the smooth planks.", 0.037, "complete"),
+        ("The birch canoe slid on the smooth planks.", 0.01, "unsure"),
+        ("Lord, but I am glad to see you again, Phil.", 0.0, "unsure"),
+        ("Tell me a joke", 0.0, "incomplete"),
+        ("Tell me a joke", 0.2, "unsure"),
+        ("", None, "unsure"),
+    ],
+)
+def test_judge_turn(text: str, eot: float | None, expected: str) -> None:
+    config = TurnConfig(use_model=True)
+    judged = judge_turn(text, eot, config, 600)
+    assert judged.reason == expected
+    waits = {"complete": config.complete_silence_ms, "incomplete": config.incomplete_silence_ms}
+    assert judged.silence_ms == waits.get(expected, 600)
+
+
+def test_without_the_model_only_the_text_decides() -> None:
+    judged = judge_turn("Lord, but I am glad to see you again, Phil.", 0.0, TurnConfig(), 600)
+    assert judged.reason == "complete"
+
+
+def test_same_turn_text_ignores_case_and_punctuation() -> None:
+    assert same_turn_text("Hello, world.", "hello world")
+    assert not same_turn_text("Hello world.", "Hello world again.")
+
+
+def test_heard_text_counts_whole_chunks_and_a_share_of_the_current_one() -> None:
+    playback = Playback(
+        [SpokenChunk(0, "one two", 100), SpokenChunk(1, "three four five six", 400)]
+    )
+    assert playback.heard_text() == ""
+    playback.played = 100
+    assert playback.heard_text() == "one two"
+    playback.played = 300
+    assert playback.heard_text() == "one two three four"
+
+
+def test_script_errors_are_clear(tmp_path: Path) -> None:
+    from voice.errors import ConfigError
+
+    bad = tmp_path / "s.json"
+    bad.write_text('{"turns": [{"at": 1}]}')
+    with pytest.raises(ConfigError, match="needs an 'audio' file"):
+        Script.load(bad)
+    bad.write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        Script.load(bad)
+    with pytest.raises(ConfigError, match="not found"):
+        Script.load(tmp_path / "missing.json")
+
+
+def test_a_turn_after_a_barge_in_waits_for_the_answer_to_it() -> None:
+    turns = [
+        at(tone(1.0), 0.5),
+        after(tone(1.2), "reply_start", 1.0),
+        after(tone(1.0), "reply_end", 0.5),
+    ]
+    result, _ = run(turns)
+    ends = of(result, "reply_end")
+    assert [e["interrupted"] for e in ends][:2] == [True, False]
+    third = turns[2].start_sample
+    assert third is not None and third / 16 == ends[1]["audio_ms"] + 500
+    assert len(of(result, "reply_start")) == 3
+
+
+def test_speech_over_a_reply_from_its_start_is_a_barge_in_candidate() -> None:
+    """Finals are one at a time: a second turn's final never starts a second voice."""
+    result, _ = run([at(tone(1.0), 0.5), after(tone(1.0), "reply_start", 0.0)])
+    starts, ends = of(result, "reply_start"), of(result, "reply_end")
+    for earlier, later in zip(ends, starts[1:], strict=False):
+        assert earlier["audio_ms"] <= later["audio_ms"]  # never two replies at once

@@ -1,0 +1,285 @@
+"""``voice bench conversation``: whole conversations through the real models.
+
+Scripted conversations are built from the corpus (users' turns, barge-ins with
+words and with "stop", backchannels and noise over replies) and run through a
+session in honest virtual time (each engine pass's real compute is charged to
+the audio clock). Reported, p50/p95:
+
+- voice-to-voice: end of the user's speech (VAD) to the first reply sample played;
+- barge-in: onset of speech over a reply to its audio stopping;
+- speculation hit rate, cut-in rate (a reply started while the user's clip
+  still had speech to come), false barge-ins (a reply killed by noise or a
+  backchannel).
+
+In the same run: the same user turns with speculation off, with the end of
+turn judged with the LLM's end-of-turn probability too and by a fixed silence
+(what each signal buys), with
+the filler phrase on, and a naive sequential pipeline (fixed 600 ms endpoint,
+full-window transcription, the whole reply, then its whole synthesis), as ratios.
+
+Replies are capped at ``BENCH_REPLY_TOKENS`` in every mode: the first audio
+does not depend on the length, and the run stays in minutes.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio.format import SAMPLE_RATE
+from voice.bench.corpus import Clip
+from voice.bench.stats import p50_p95
+from voice.config import Settings
+from voice.conversation.engines import Engines
+from voice.conversation.metrics import summarize
+from voice.conversation.setup import build_session
+from voice.think.backend import Message
+from voice.transports.simulate import Script, ScriptTurn, simulate
+
+Float32Array = npt.NDArray[np.float32]
+
+BENCH_REPLY_TOKENS = 48
+FILLER_AFTER_MS = 700  # the "filler" mode: say "Let me think." if the reply is later
+NOISE_S = 4.0  # noise clips are cut to this length
+TURNS_PER_CONVERSATION = 3
+SKIP_AS_TURNS = ("speechcommands_", "ami_", "mix_", "twospk_")
+
+
+@dataclass
+class _Planned:
+    name: str
+    script: Script
+
+
+def _turn(clip: Clip, at_s: float | None = None, after: str = "reply_end", delay: float = 0.8,
+          expect: str = "turn", seconds: float | None = None) -> ScriptTurn:  # fmt: skip
+    audio = clip.audio(lead_s=0.0)
+    if seconds is not None:
+        audio = audio[: int(seconds * SAMPLE_RATE)]
+    return ScriptTurn(
+        audio=audio,
+        name=clip.name,
+        at_s=at_s,
+        after=None if at_s is not None else after,
+        delay_s=delay,
+        expect=expect,
+    )
+
+
+def plan_conversations(clips: list[Clip], limit: int | None = None) -> dict[str, list[_Planned]]:
+    """The scripts: ``turns`` (plain turn-taking) and ``overlap`` (speech and noise
+    over replies)."""
+    speech = [c for c in clips if c.kind == "speech"]
+    turns = [c for c in speech if c.text and not c.name.startswith(SKIP_AS_TURNS)]
+    if limit:
+        turns = turns[:limit]
+    plain: list[_Planned] = []
+    for i in range(0, len(turns), TURNS_PER_CONVERSATION):
+        group = turns[i : i + TURNS_PER_CONVERSATION]
+        script = [_turn(group[0], at_s=0.5)] + [_turn(c) for c in group[1:]]
+        plain.append(_Planned(f"turns-{i // TURNS_PER_CONVERSATION + 1}", Script(script)))
+    overlap: list[_Planned] = []
+    # Openers without long inner pauses, so what is measured is the speech or noise
+    # over the reply, not the opener's own continuation (cut-ins are counted above).
+    smooth = [c for c in turns if _longest_pause_s(c.audio(lead_s=0.0)) < 0.3 and c.seconds < 6]
+    opener = (smooth or turns)[:6]
+    barge_words = [c for c in turns if 1.0 < c.seconds < 3.5][:4]
+    stops = [c for c in speech if c.name.startswith("speechcommands_stop")]
+    backchannels = [c for c in speech if c.name.startswith("speechcommands_yes")]
+    noises = [c for c in clips if c.kind == "noise"]
+    for n, (interrupter, expect, delay, seconds) in enumerate(
+        [(c, "barge_in", 1.5, None) for c in barge_words + stops]
+        + [(c, "backchannel", 1.5, None) for c in backchannels]
+        + [(c, "noise", 0.8, NOISE_S) for c in noises]
+    ):
+        first = opener[n % len(opener)]
+        script = [
+            _turn(first, at_s=0.5),
+            _turn(interrupter, after="reply_start", delay=delay, expect=expect, seconds=seconds),
+        ]
+        overlap.append(_Planned(f"{expect}-{interrupter.name}", Script(script)))
+    return {"turns": plain, "overlap": overlap}
+
+
+def _last_speech_s(audio: Float32Array) -> float:
+    """Where the clip's speech really ends: the last 20 ms frame above a tenth of the peak."""
+    frames = len(audio) // 320
+    if frames == 0:
+        return 0.0
+    rms = np.sqrt(np.mean(audio[: frames * 320].reshape(frames, 320) ** 2, axis=1))
+    loud = np.nonzero(rms > 0.1 * rms.max())[0]
+    return float((loud[-1] + 1) * 320 / SAMPLE_RATE) if len(loud) else 0.0
+
+
+def _longest_pause_s(audio: Float32Array) -> float:
+    """The longest quiet stretch inside the clip's speech (20 ms frames under a tenth
+    of the loudest)."""
+    frames = len(audio) // 320
+    if frames == 0:
+        return 0.0
+    rms = np.sqrt(np.mean(audio[: frames * 320].reshape(frames, 320) ** 2, axis=1))
+    loud = np.nonzero(rms > 0.1 * rms.max())[0]
+    if len(loud) < 2:
+        return 0.0
+    return float(np.diff(loud).max() - 1) * 320 / SAMPLE_RATE
+
+
+def _mode_settings(settings: Settings, mode: str) -> Settings:
+    s = copy.deepcopy(settings)
+    s.llm.max_reply_tokens = BENCH_REPLY_TOKENS
+    if mode == "no_speculation":
+        s.conversation.speculate = False
+    elif mode == "with_model":
+        s.turn.use_model = True
+    elif mode == "fixed_endpoint":
+        s.turn.use_model = s.turn.use_text = False
+    elif mode == "filler":
+        s.conversation.filler_after_ms = FILLER_AFTER_MS
+    return s
+
+
+def _recognition_under_load(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Whether recognition keeps its pace while the LLM and the voice work: final
+    transcript after the endpoint, and first words of speech over a reply."""
+    ends: dict[tuple[str, int], float] = {}
+    starts: dict[tuple[str, int], float] = {}
+    final_after_end, first_partial_over_reply = [], []
+    replying: dict[str, bool] = {}
+    for e in events:
+        key = (e.get("conversation", ""), e.get("utterance_id", -1))
+        kind = e["type"]
+        if kind == "speech_end":
+            ends[key] = e["audio_ms"]
+        elif kind == "final" and key in ends:
+            final_after_end.append(e["audio_ms"] - ends.pop(key))
+        elif kind == "speech_start" and replying.get(key[0]):
+            starts[key] = e["start_ms"]
+        elif kind == "partial" and key in starts and e["text"].strip():
+            first_partial_over_reply.append(e["audio_ms"] - starts.pop(key))
+        elif kind in ("reply_start", "reply_end"):
+            replying[key[0]] = kind == "reply_start"
+    return {
+        "final_after_endpoint_ms": p50_p95(final_after_end),
+        "first_words_over_a_reply_ms": p50_p95(first_partial_over_reply),
+    }
+
+
+def run_mode(
+    planned: list[_Planned], settings: Settings, engines: Engines
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Run every script; return all events (tagged) and the cut-in / barge-in counts."""
+    events: list[dict[str, Any]] = []
+    counts = {"user_turns": 0, "cut_ins": 0, "barge_ins": 0, "barge_ins_stopped": 0,
+              "false_barge_in_trials": 0, "false_barge_ins": 0}  # fmt: skip
+    for plan in planned:
+        result = simulate(plan.script, build_session(settings, engines), engines)
+        for event in result.events:
+            event["conversation"] = plan.name
+        events.extend(result.events)
+        starts = [e["audio_ms"] for e in result.events if e["type"] == "reply_start"]
+        interrupts = [e["audio_ms"] for e in result.events if e["type"] == "interrupted"]
+        for turn in result.turns:
+            if turn.start_sample is None:
+                continue
+            begin_ms = turn.start_sample * 1000 / SAMPLE_RATE
+            if turn.expect == "turn":
+                counts["user_turns"] += 1
+                end_ms = begin_ms + _last_speech_s(turn.audio) * 1000
+                counts["cut_ins"] += any(begin_ms < t < end_ms for t in starts)
+            elif turn.expect == "barge_in":
+                counts["barge_ins"] += 1
+                counts["barge_ins_stopped"] += any(t >= begin_ms for t in interrupts)
+            else:
+                counts["false_barge_in_trials"] += 1
+                counts["false_barge_ins"] += any(t >= begin_ms for t in interrupts)
+    return events, counts
+
+
+def _naive(clips: list[Clip], settings: Settings, engines: Engines) -> list[float]:
+    """Voice-to-voice of the sequential pipeline, per turn: fixed endpoint + full-window
+    transcription + whole reply + whole synthesis, each measured."""
+    full_window = getattr(engines.asr, "transcribe_full_window", None)
+    out = []
+    for clip in clips:
+        audio = clip.audio(lead_s=0.0)
+        started = time.perf_counter()
+        text = str(full_window(audio)) if full_window else ""
+        messages = [Message("system", settings.llm.system_prompt), Message("user", text)]
+        reply = "".join(engines.llm.stream(messages, max_tokens=BENCH_REPLY_TOKENS))
+        spoken = list(engines.tts.synthesize(reply))
+        del spoken
+        out.append(settings.vad.end_silence_ms + (time.perf_counter() - started) * 1000)
+    return out
+
+
+def bench_conversation(
+    clips: list[Clip], settings: Settings, limit: int | None = None
+) -> dict[str, Any]:
+    plans = plan_conversations(clips, limit)
+    engines = Engines.load(_mode_settings(settings, "default"))
+    report: dict[str, Any] = {"reply_tokens_cap": BENCH_REPLY_TOKENS, "modes": {}}
+    default_v2v: list[float] = []
+    for mode in ("default", "no_speculation", "with_model", "fixed_endpoint", "filler"):
+        mode_settings = _mode_settings(settings, mode)
+        planned = plans["turns"] + (plans["overlap"] if mode == "default" else [])
+        started = time.perf_counter()
+        events, counts = run_mode(planned, mode_settings, engines)
+        summary = summarize(events)["summary"]
+        turn_v2v = _v2v_of_user_turns(events, planned)
+        if mode == "default":
+            default_v2v = turn_v2v
+        entry: dict[str, Any] = {
+            "voice_to_voice_ms": p50_p95(turn_v2v),
+            "speculation_hit_rate": summary["speculation_hit_rate"],
+            "cut_in_rate": _rate(counts["cut_ins"], counts["user_turns"]),
+            "end_silence_ms": p50_p95(
+                [e["end_silence_ms"] for e in events if e["type"] == "turn_metrics"]
+            ),
+            "errors": len(summary["errors"]),
+            "wall_s": round(time.perf_counter() - started, 1),
+            **counts,
+        }
+        if mode == "default":
+            entry["recognition_under_load"] = _recognition_under_load(events)
+            entry["barge_in_ms"] = summary["barge_in_ms"]
+            entry["barge_in_success_rate"] = _rate(counts["barge_ins_stopped"], counts["barge_ins"])
+            entry["false_barge_in_rate"] = _rate(
+                counts["false_barge_ins"], counts["false_barge_in_trials"]
+            )
+        report["modes"][mode] = entry
+    turn_clips = [c for plan in plans["turns"] for c in _clips_of(plan, clips)]
+    naive = _naive(turn_clips, _mode_settings(settings, "naive"), engines)
+    report["modes"]["naive_sequential"] = {"voice_to_voice_ms": p50_p95(naive)}
+    ours, theirs = p50_p95(default_v2v)["p50"], p50_p95(naive)["p50"]
+    report["naive_over_default_p50"] = round(theirs / ours, 2) if ours and theirs else None
+    for mode in ("no_speculation", "with_model", "fixed_endpoint", "filler"):
+        p50 = report["modes"][mode]["voice_to_voice_ms"]["p50"]
+        report[f"{mode}_over_default_p50"] = round(p50 / ours, 2) if ours and p50 else None
+    return report
+
+
+def _v2v_of_user_turns(events: list[dict[str, Any]], planned: list[_Planned]) -> list[float]:
+    """Voice-to-voice of the plain turn conversations (not the overlap scripts)."""
+    plain = {p.name for p in planned if p.name.startswith("turns-")}
+    return [
+        e["voice_to_voice_ms"]
+        for e in events
+        if e["type"] == "turn_metrics"
+        and e.get("conversation") in plain
+        and e["voice_to_voice_ms"] is not None
+    ]
+
+
+def _clips_of(plan: _Planned, clips: list[Clip]) -> list[Clip]:
+    names = [t.name for t in plan.script.turns]
+    by_name = {c.name: c for c in clips}
+    return [by_name[n] for n in names if n in by_name]
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None

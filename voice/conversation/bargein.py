@@ -1,0 +1,107 @@
+"""Speech over a reply: pause first, then decide, so noise never kills a reply.
+
+Pure decisions over audio time, no I/O. The session tells :class:`BargeIn`
+what it hears and carries out what it answers:
+
+- a voiced run of ``barge_in_pause_ms`` over a live reply: ``"pause"`` (the
+  user hears the assistant stop at once; nothing is lost yet);
+- a run that never becomes speech, once ``blip_resume_ms`` has passed:
+  ``"resume"`` (a knock, a click);
+- speech with no words for ``resume_after_ms``: ``"resume"``; words that are
+  not a backchannel, from a pass Whisper believes heard speech (no-speech
+  probability under ``max_no_speech``): ``"interrupt"`` (whenever they come,
+  until the utterance ends); a final without such words: ``"resume"``.
+
+It also remembers the onset of the speech that stopped the output and when
+the output stopped, for the turn's ``barge_in_ms``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+Decision = Literal["pause", "resume", "interrupt"] | None
+
+
+class BargeIn:
+    def __init__(
+        self,
+        pause_ms: int,
+        resume_after_ms: int,
+        blip_resume_ms: int,
+        has_words: Callable[[str], bool],
+        max_no_speech: float = 0.5,
+    ) -> None:
+        self.pause_ms = pause_ms
+        self.resume_after_ms = resume_after_ms
+        self.blip_resume_ms = blip_resume_ms
+        self.has_words = has_words
+        self.max_no_speech = max_no_speech
+        self.reset()
+
+    def reset(self) -> None:
+        """A new reply (or none): nothing is paused or pending."""
+        self.paused_at: float | None = None
+        self.candidate: int | None = None  # an utterance over the reply, not yet a turn
+        self.onset_ms: float | None = None
+        self.stopped_ms: float | None = None
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+    def on_frame(self, now_ms: float, voiced_run_ms: int, speaking: bool) -> Decision:
+        """Every frame while a reply is live."""
+        if self.paused_at is None:
+            return "pause" if voiced_run_ms >= self.pause_ms else None
+        waited = now_ms - self.paused_at
+        if self.candidate is None:
+            blip_over = voiced_run_ms == 0 and not speaking
+            return "resume" if blip_over and waited >= self.blip_resume_ms else None
+        # No words yet: keep talking; words later in this utterance still interrupt.
+        return "resume" if waited >= self.resume_after_ms else None
+
+    def on_speech_start(self, utterance_id: int) -> Decision:
+        self.candidate = utterance_id
+        return None if self.paused else "pause"
+
+    def is_turn(self, text: str, no_speech_prob: float) -> bool:
+        """Words, not a backchannel, and Whisper believes someone spoke: music and noise
+        can make it write a sentence, but then it also says it heard nobody."""
+        return no_speech_prob < self.max_no_speech and self.has_words(text)
+
+    def on_partial(self, utterance_id: int, text: str, no_speech_prob: float) -> Decision:
+        if utterance_id == self.candidate and self.is_turn(text, no_speech_prob):
+            return "interrupt"
+        return None
+
+    def on_final(self, utterance_id: int, text: str, no_speech_prob: float) -> Decision:
+        """The candidate utterance ended: a turn ("interrupt") or not ("resume")."""
+        if utterance_id != self.candidate:
+            return None
+        self.candidate = None
+        return "interrupt" if self.is_turn(text, no_speech_prob) else "resume"
+
+    def paused_now(self, now_ms: float, onset_ms: float) -> None:
+        self.paused_at = now_ms
+        if self.onset_ms is None:
+            self.onset_ms, self.stopped_ms = onset_ms, now_ms
+
+    def resumed(self) -> None:
+        self.paused_at = None
+        self.onset_ms = self.stopped_ms = None  # it was not a barge-in after all
+
+    def interrupted_now(self, now_ms: float, onset_ms: float) -> None:
+        self.candidate = None
+        if self.onset_ms is None:
+            self.onset_ms = onset_ms
+        if self.stopped_ms is None:
+            self.stopped_ms = now_ms
+
+    @property
+    def reaction_ms(self) -> float | None:
+        """Onset of the speech to the output stopping, if a barge-in stopped it."""
+        if self.onset_ms is None or self.stopped_ms is None:
+            return None
+        return self.stopped_ms - self.onset_ms

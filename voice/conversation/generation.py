@@ -1,0 +1,107 @@
+"""One assistant reply in the making: text from the LLM, chunks for the voice,
+audio for the output, and what of it the user has actually heard.
+
+A generation starts either speculatively (the user paused; nothing of it is
+shown or played until the turn really ends with the same words) or as a
+committed reply. Both accumulate the same way, so committing a speculation is
+just releasing what it already holds.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.speak.chunking import SentenceChunker
+from voice.speak.directions import StageDirections
+from voice.think.backend import Message
+
+Float32Array = npt.NDArray[np.float32]
+
+
+@dataclass
+class SpokenChunk:
+    seq: int
+    text: str  # "" for a filler that is not part of the reply
+    samples: int
+
+
+@dataclass
+class Generation:
+    gen_id: int
+    utterance_id: int
+    user_text: str
+    messages: list[Message]
+    speculative: bool
+    chunker: SentenceChunker
+    started_ms: float
+    eot_pending: bool = False
+    eot_probability: float | None = None
+    text_parts: list[str] = field(default_factory=list)
+    pending_chunks: deque[str] = field(default_factory=deque)
+    next_seq: int = 0
+    llm_done: bool = False
+    tts_busy: bool = False
+    held_audio: list[tuple[int, str, Float32Array]] = field(default_factory=list)
+    first_token_ms: float | None = None
+    first_audio_ready_ms: float | None = None
+    directions: StageDirections = field(default_factory=StageDirections)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
+
+    def add_delta(self, delta: str, now_ms: float) -> str:
+        """Take a delta from the LLM; returns the part of it that will be spoken."""
+        if self.first_token_ms is None:
+            self.first_token_ms = now_ms
+        delta = self.directions.push(delta)
+        if self.text_parts and self.text_parts[-1].endswith(" ") and delta.startswith(" "):
+            delta = delta.lstrip(" ")  # "word (smiles) word": one space, not two
+        self.text_parts.append(delta)
+        self.pending_chunks.extend(c for c in self.chunker.push(delta) if c.strip())
+        return delta
+
+    def finish_text(self) -> None:
+        self.llm_done = True
+        self.pending_chunks.extend(c for c in self.chunker.flush() if c.strip())
+
+    @property
+    def synthesis_done(self) -> bool:
+        return self.llm_done and not self.pending_chunks and not self.tts_busy
+
+
+@dataclass
+class Playback:
+    """The output's account of one reply: what was queued and what was played."""
+
+    chunks: list[SpokenChunk] = field(default_factory=list)
+    played: int = 0  # samples, as the transport reports them
+    first_played_ms: float | None = None
+
+    @property
+    def queued(self) -> int:
+        return sum(c.samples for c in self.chunks)
+
+    def heard_text(self) -> str:
+        """The reply's words the user heard: whole chunks played, and the share of the
+        chunk playing now in proportion to its samples played."""
+        words: list[str] = []
+        left = self.played
+        for chunk in self.chunks:
+            if left <= 0:
+                break
+            parts = chunk.text.split()
+            if left >= chunk.samples:
+                words.extend(parts)
+            elif chunk.samples > 0:
+                words.extend(parts[: int(len(parts) * left / chunk.samples)])
+            left -= chunk.samples
+        return " ".join(words)
+
+
+def empty_audio() -> Float32Array:
+    return np.zeros(0, dtype=np.float32)

@@ -1,0 +1,691 @@
+"""The conversation as a Sans-I/O core: audio frames and engine results in, events,
+engine jobs and output actions out, all on the input's audio clock.
+
+:class:`Session` owns turn-taking and nothing else. It never runs a model,
+never reads a clock and never touches a device, so files, a browser, a desk
+microphone and scripted tests drive the same code. Its callers:
+
+- feed it the microphone (``feed``) and report what the output played
+  (``on_played``);
+- run the jobs it hands out (``next_job``), one at a time, and give back the
+  results (``on_result``): the order of ``next_job`` *is* the CPU schedule;
+- carry out its output actions and show its events (``take``).
+
+Turn-taking, in brief:
+
+- When the user pauses and a recognition pass already covers everything the
+  final transcript needs, the session *speculates*: it asks the LLM how likely
+  the turn is over (which sets the end-of-turn silence, see
+  :mod:`voice.conversation.turns`) and starts the reply, and the first
+  sentence's synthesis, on those words, holding everything back. If the turn
+  ends with the same words, the held reply is released at once; if the user
+  speaks on or the words change, it is cancelled and never shown or played.
+- Speech over a reply first *pauses* the output (a hair trigger on a short
+  voiced run). Words (not a backchannel) make it a barge-in: the queued audio
+  is cleared, generation stops and history keeps only what was heard. No
+  words within ``resume_after_ms``, or only a backchannel, and the output
+  resumes where it paused.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio.format import SAMPLE_RATE
+from voice.conversation.actions import (
+    Action,
+    AsrJob,
+    Clear,
+    EotJob,
+    Job,
+    LlmClose,
+    LlmStep,
+    Pause,
+    Play,
+    PrefillJob,
+    Resume,
+    TtsJob,
+)
+from voice.conversation.bargein import BargeIn, Decision
+from voice.conversation.generation import Generation, Playback, SpokenChunk
+from voice.conversation.metrics import TurnRecord
+from voice.conversation.turns import TurnConfig, judge_turn, same_turn_text, split_words
+from voice.errors import VoiceError
+from voice.events import (
+    AudioChunk,
+    Error,
+    Event,
+    Final,
+    Interrupted,
+    Partial,
+    Paused,
+    PlaybackStarted,
+    ReplyEnded,
+    ReplyStarted,
+    ReplyText,
+    Resumed,
+    SpeculationCancelled,
+    SpeculationStarted,
+    SpeechStart,
+    StateChanged,
+)
+from voice.listen.listener import Listener
+from voice.listen.whisper import Transcription
+from voice.speak.chunking import SentenceChunker
+from voice.think.backend import Message
+from voice.think.history import History
+
+Float32Array = npt.NDArray[np.float32]
+Output = Event | Action
+
+FILLER_GEN = 0  # the gen id of the pre-synthesised filler phrase
+
+
+@dataclass
+class ConversationConfig:
+    """The ``[conversation]`` settings."""
+
+    speculate: bool = True  # start the reply when the user pauses, before the turn ends
+    speculation_retries: int = 3  # speculations per utterance at most
+    presynthesize: bool = True  # also synthesise the first chunk while speculating
+    barge_in: bool = True  # False: half-duplex, the user cannot interrupt
+    barge_in_pause_ms: int = 80  # voiced run over a reply that pauses the output
+    resume_after_ms: int = 1500  # paused this long without words: resume
+    blip_resume_ms: int = 300  # a voiced run that never became speech: resume after this
+    barge_in_max_no_speech: float = 0.5  # words over a reply count only below this
+    backchannels: str = (
+        "uh-huh mm-hmm mhm uh huh um hm hmm mm mmm ah aha oh wow yeah yes yep yup okay ok "
+        "right sure"
+    )
+    stop_phrases: str = "stop|cancel|quiet|be quiet|shut up|never mind|nevermind|enough"
+    filler_after_ms: int = 0  # say the filler if no reply audio this long after the turn; 0 off
+    filler_text: str = "Let me think."
+    first_chunk_max_chars: int = 16  # first audio sooner (`voice chat`: tts.first_chunk_max_chars)
+    idle_prefill: bool = True  # pre-fill history, and the user's words while they speak
+    lane_threads: int = 2  # CPU threads of every engine pass (they run one at a time)
+
+
+class EchoCanceller(Protocol):
+    """Removes the assistant's own voice from the microphone, given what was played.
+
+    Transports that play through speakers hand the session the frame they played
+    at the same moment as the microphone frame (the reference); the desktop and
+    browser transports plug their canceller in here, so the assistant does not
+    hear itself and interrupt itself.
+    """
+
+    def process(self, mic: Float32Array, reference: Float32Array) -> Float32Array: ...
+
+
+class Session:
+    def __init__(
+        self,
+        listener: Listener,
+        history: History,
+        config: ConversationConfig | None = None,
+        turn: TurnConfig | None = None,
+        eot_available: bool = False,
+        echo: EchoCanceller | None = None,
+    ) -> None:
+        self.listener = listener
+        self.history = history
+        self.config = config or ConversationConfig()
+        self.turn = turn or TurnConfig()
+        self.eot_available = eot_available and self.turn.use_model
+        self.echo = echo
+        self.base_silence_ms = listener.endpointer.config.end_silence_ms
+        self._backchannels = set(split_words(self.config.backchannels))
+        self._stop_phrases = {
+            " ".join(split_words(p)) for p in self.config.stop_phrases.split("|") if p.strip()
+        }
+        self._out: list[Output] = []
+        self._state = "listening"
+        self._next_gen = 1
+        self._spec: Generation | None = None
+        self._reply: Generation | None = None
+        self._playback = Playback()
+        self._turn: TurnRecord | None = None
+        self._barge = BargeIn(
+            self.config.barge_in_pause_ms,
+            self.config.resume_after_ms,
+            self.config.blip_resume_ms,
+            self._has_words,
+            self.config.barge_in_max_no_speech,
+        )
+        self._ignored: set[int] = set()  # half-duplex: speech over a reply
+        self._spec_tries: dict[int, int] = {}
+        self._judged: dict[int, tuple[int, float | None]] = {}  # uid -> (silence, eot)
+        self._closing: deque[int] = deque()
+        self._unanswered = ""  # a turn whose reply was cut before a word was heard
+        self._prefilled = False
+        self._prefilled_words = ""
+        self._filler: Float32Array | None = None
+        self._filler_sent = False
+
+    # -- clock and output ----------------------------------------------------------------
+
+    @property
+    def now_ms(self) -> float:
+        return self.listener.now_ms
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def busy(self) -> bool:
+        """Anything still to hear, think, say or play."""
+        return (
+            self.listener.busy
+            or self._reply is not None
+            or self._spec is not None
+            or bool(self._closing)
+        )
+
+    def take(self) -> list[Output]:
+        """Events and output actions produced since the last call, in order."""
+        out, self._out = self._out, []
+        return out
+
+    def _emit(self, item: Output) -> None:
+        self._out.append(item)
+
+    # -- input ---------------------------------------------------------------------------
+
+    def feed(self, frame: Float32Array, reference: Float32Array | None = None) -> None:
+        """Microphone audio (16 kHz mono float, any length; 20 ms frames are natural),
+        and optionally what the speaker played meanwhile, for the echo canceller."""
+        if self.echo is not None and reference is not None:
+            frame = self.echo.process(frame, reference)
+        for event in self.listener.feed(frame):
+            self._on_listener_event(event)
+        self._watch_barge_in()
+        self._watch_user_resumed()
+        self._watch_filler()
+        self._update_state()
+
+    def finish(self) -> None:
+        """End of input: close the open utterance (its final still needs a pass)."""
+        for event in self.listener.finish():
+            self._on_listener_event(event)
+        self._update_state()
+
+    def on_played(self, reply_id: int, samples: int) -> None:
+        """The output reports how many samples of ``reply_id`` it has played in total."""
+        if self._reply is None or reply_id != self._reply.gen_id:
+            return
+        self._playback.played = max(self._playback.played, samples)
+        if self._playback.first_played_ms is None and samples > 0:
+            self._playback.first_played_ms = self.now_ms
+            self._emit(PlaybackStarted(audio_ms=self.now_ms, reply_id=reply_id))
+        if (
+            self._reply.synthesis_done
+            and not self._barge.paused
+            and self._playback.played >= self._playback.queued
+        ):
+            self._end_reply(interrupted=False)
+        self._update_state()
+
+    # -- engine work -----------------------------------------------------------------------
+
+    def next_job(self) -> Job | None:
+        """The work the CPU should do next, or None. Run it, then call ``on_result``."""
+        if self._closing:
+            return LlmClose(self._closing.popleft())
+        request = self.listener.next_request()
+        if request is not None:  # recognition first: nothing may starve the ears
+            return AsrJob(request)
+        for gen in (self._reply, self._spec):
+            if gen is not None:
+                job = self._gen_job(gen)
+                if job is not None:
+                    return job
+        if self.config.filler_after_ms > 0 and self._filler is None:
+            self._filler = np.zeros(0, dtype=np.float32)  # asked once
+            return TtsJob(FILLER_GEN, 0, self.config.filler_text)
+        if self.config.idle_prefill and self._reply is None and self._spec is None:
+            return self._prefill_job()
+        return None
+
+    def _prefill_job(self) -> PrefillJob | None:
+        """The words committed so far are part of the reply's prompt whatever else the
+        user says: evaluate them while the CPU is free, not after the turn."""
+        uid = self.listener.open_utterance
+        if uid is not None and uid not in self._ignored and uid != self._barge.candidate:
+            words = self._turn_text(self.listener.committed_text(uid))
+            if words and words != self._prefilled_words:
+                self._prefilled_words = words
+                return PrefillJob(self.history.so_far(), words)
+            return None
+        if not self._prefilled:
+            self._prefilled = True
+            return PrefillJob(self.history.so_far())
+        return None
+
+    def _gen_job(self, gen: Generation) -> Job | None:
+        if gen.eot_pending:
+            gen.eot_pending = False
+            return EotJob(gen.gen_id, gen.messages[:-1], gen.messages[-1].content)
+        speak = not gen.speculative or (self.config.presynthesize and gen.next_seq == 0)
+        if speak and gen.pending_chunks and not gen.tts_busy:
+            gen.tts_busy = True
+            seq, gen.next_seq = gen.next_seq, gen.next_seq + 1
+            return TtsJob(gen.gen_id, seq, gen.pending_chunks.popleft())
+        generating = not gen.speculative or self.config.speculate
+        if generating and not gen.llm_done:
+            return LlmStep(gen.gen_id, gen.messages)
+        return None
+
+    def on_result(self, job: Job, result: object, compute_ms: float = 0.0) -> None:
+        """The result of a job from ``next_job``: a Transcription, an end-of-turn
+        probability, a text delta (None at the end), or audio."""
+        if isinstance(job, AsrJob):
+            assert isinstance(result, Transcription)
+            for event in self.listener.on_result(job.request, result):
+                self._on_listener_event(event)
+            self._maybe_speculate()
+        elif isinstance(job, EotJob):
+            gen = self._gen(job.gen_id)
+            if gen is not None and isinstance(result, float):
+                gen.eot_probability = result
+                self._adapt_endpoint(gen)
+        elif isinstance(job, LlmStep):
+            self._on_delta(job.gen_id, result if isinstance(result, str) else None)
+        elif isinstance(job, TtsJob):
+            audio = np.asarray(result, dtype=np.float32).reshape(-1)
+            self._on_audio(job, audio)
+        self._update_state()
+
+    def on_job_failed(self, job: Job, error: BaseException) -> None:
+        """An engine raised: report it, and end what depended on it (the session goes on)."""
+        code = getattr(error, "code", "engine_error")
+        hint = getattr(error, "hint", "")
+        message = f"{type(job).__name__} failed: {error}" + (f" {hint}" if hint else "")
+        self._emit(Error(audio_ms=self.now_ms, code=code, message=message))
+        if isinstance(job, AsrJob):
+            self.on_result(job, Transcription(words=[]))
+        elif isinstance(job, LlmStep | TtsJob | EotJob):
+            gen = self._gen(job.gen_id)
+            if gen is None:
+                pass
+            elif gen is self._spec:
+                self._cancel_spec("engine error")
+            else:
+                self._cancel_gen(gen)
+                self._end_reply(interrupted=True)
+        self._update_state()
+
+    def _gen(self, gen_id: int) -> Generation | None:
+        for gen in (self._reply, self._spec):
+            if gen is not None and gen.gen_id == gen_id:
+                return gen
+        return None
+
+    def _on_delta(self, gen_id: int, delta: str | None) -> None:
+        gen = self._gen(gen_id)
+        if gen is None:
+            return  # a cancelled generation's last step: dropped
+        if delta is None:
+            gen.finish_text()
+            return
+        spoken = gen.add_delta(delta, self.now_ms)
+        if gen is self._reply and spoken:
+            self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=spoken))
+
+    def _on_audio(self, job: TtsJob, audio: Float32Array) -> None:
+        if job.gen_id == FILLER_GEN:
+            self._filler = audio
+            return
+        gen = self._gen(job.gen_id)
+        if gen is None:
+            return
+        gen.tts_busy = False
+        if gen.first_audio_ready_ms is None:
+            gen.first_audio_ready_ms = self.now_ms
+        if gen is self._reply:
+            self._play(gen, job.seq, job.text, audio)
+        else:
+            gen.held_audio.append((job.seq, job.text, audio))
+
+    def _play(self, gen: Generation, seq: int, text: str, audio: Float32Array) -> None:
+        self._playback.chunks.append(SpokenChunk(seq, text, len(audio)))
+        self._emit(
+            AudioChunk(
+                audio_ms=self.now_ms,
+                reply_id=gen.gen_id,
+                seq=seq,
+                text=text,
+                duration_ms=len(audio) * 1000.0 / SAMPLE_RATE,
+            )
+        )
+        self._emit(Play(gen.gen_id, seq, audio))
+
+    # -- listener events -----------------------------------------------------------------
+
+    def _on_listener_event(self, event: Event) -> None:
+        self._emit(event)
+        if isinstance(event, SpeechStart):
+            self._on_speech_start(event)
+        elif isinstance(event, Partial):
+            decision = self._barge.on_partial(event.utterance_id, event.text, event.no_speech_prob)
+            self._decide(decision)
+        elif isinstance(event, Final):
+            self._on_final(event)
+
+    def _on_speech_start(self, event: SpeechStart) -> None:
+        self._await_judgement()
+        if self._reply is None:
+            return
+        if not self.config.barge_in:
+            self._ignored.add(event.utterance_id)
+            return
+        self._decide(self._barge.on_speech_start(event.utterance_id), event.start_ms)
+
+    def _on_final(self, event: Final) -> None:
+        uid = event.utterance_id
+        silence, _ = self._judged.pop(uid, (self.base_silence_ms, None))
+        self._spec_tries.pop(uid, None)
+        if uid in self._ignored:
+            self._ignored.discard(uid)
+            return
+        decision = self._barge.on_final(uid, event.text, event.no_speech_prob)
+        if decision is None and self._reply is not None and self._has_words(event.text):
+            decision = "interrupt"  # one reply at a time: never two voices at once
+        if decision is not None:
+            self._decide(decision)
+            if decision == "resume":
+                return  # a cough, a door, an "uh-huh": the reply goes on
+        if self._is_stop(event.text):
+            self._cancel_spec("stop phrase")
+            self._unanswered = ""
+            return
+        if not split_words(event.text):
+            self._cancel_spec("no words")
+            return
+        text = self._turn_text(event.text)
+        spec = self._spec
+        if spec is not None and spec.utterance_id == uid and same_turn_text(spec.user_text, text):
+            self._spec = None
+            self._start_reply(spec, event, silence)
+            return
+        self._cancel_spec("transcript changed")
+        messages = self._prompt(text)
+        if messages is not None:
+            gen = self._new_gen(uid, text, messages, speculative=False)
+            self._start_reply(gen, event, silence)
+
+    def _has_words(self, text: str) -> bool:
+        """Words that make speech over a reply a turn: anything but backchannels."""
+        return any(w not in self._backchannels for w in split_words(text))
+
+    def _is_stop(self, text: str) -> bool:
+        return " ".join(split_words(text)) in self._stop_phrases
+
+    def _turn_text(self, text: str) -> str:
+        return f"{self._unanswered} {text}".strip() if self._unanswered else text
+
+    def _prompt(self, text: str) -> list[Message] | None:
+        try:
+            return self.history.prompt_for(text)
+        except VoiceError as exc:
+            self._emit(Error(audio_ms=self.now_ms, code=exc.code, message=str(exc)))
+            return None
+
+    # -- speculation and the end of the turn ---------------------------------------------
+
+    def _maybe_speculate(self) -> None:
+        uid = self.listener.open_utterance
+        if uid is None or uid == self._barge.candidate or uid in self._ignored:
+            return
+        words = self.listener.prefetched_final(uid)
+        if not words or not split_words(words) or self._is_stop(words):
+            return
+        text = self._turn_text(words)
+        spec = self._spec
+        if spec is not None and spec.utterance_id == uid and same_turn_text(spec.user_text, text):
+            return
+        self._cancel_spec("transcript changed")
+        tries = self._spec_tries.get(uid, 0)
+        if tries >= self.config.speculation_retries:
+            self._adapt_endpoint_text(uid, text)
+            return
+        messages = self._prompt(text)
+        if messages is None:
+            return
+        self._spec_tries[uid] = tries + 1
+        gen = self._new_gen(uid, text, messages, speculative=True)
+        gen.eot_pending = self.eot_available
+        self._spec = gen
+        self._adapt_endpoint(gen)
+        if self.config.speculate:
+            self._emit(
+                SpeculationStarted(
+                    audio_ms=self.now_ms, utterance_id=uid, gen_id=gen.gen_id, text=text
+                )
+            )
+
+    def _await_judgement(self) -> None:
+        """Until the words of a pause are judged, the turn may not end before the longest
+        wait: the judgement (one recognition pass and one pre-fill) normally comes long
+        before, and ending on the short default while it is pending cuts users off."""
+        adaptive = self.turn.use_text or self.eot_available
+        self.listener.endpointer.config.end_silence_ms = (
+            max(self.turn.incomplete_silence_ms, self.base_silence_ms)
+            if adaptive
+            else self.base_silence_ms
+        )
+
+    def _adapt_endpoint(self, gen: Generation) -> None:
+        if self.listener.open_utterance != gen.utterance_id:
+            return
+        judged = judge_turn(gen.user_text, gen.eot_probability, self.turn, self.base_silence_ms)
+        if self.eot_available and gen.eot_probability is None and judged.reason != "incomplete":
+            return  # the model's opinion is on its way: it may still say "not finished"
+        self.listener.endpointer.config.end_silence_ms = judged.silence_ms
+        self._judged[gen.utterance_id] = (judged.silence_ms, gen.eot_probability)
+
+    def _adapt_endpoint_text(self, uid: int, text: str) -> None:
+        judged = judge_turn(text, None, self.turn, self.base_silence_ms)
+        self.listener.endpointer.config.end_silence_ms = judged.silence_ms
+        self._judged[uid] = (judged.silence_ms, None)
+
+    def _watch_user_resumed(self) -> None:
+        spec = self._spec
+        if (
+            spec is not None
+            and self.listener.open_utterance == spec.utterance_id
+            and self.listener.endpointer.silence_ms == 0
+        ):
+            self._cancel_spec("user went on")
+            self._await_judgement()
+
+    def _cancel_spec(self, reason: str) -> None:
+        spec, self._spec = self._spec, None
+        if spec is None:
+            return
+        self._cancel_gen(spec)
+        if self.config.speculate:
+            self._emit(
+                SpeculationCancelled(audio_ms=self.now_ms, gen_id=spec.gen_id, reason=reason)
+            )
+
+    def _cancel_gen(self, gen: Generation) -> None:
+        if not gen.llm_done and (gen.text_parts or not gen.speculative or self.config.speculate):
+            self._closing.append(gen.gen_id)
+        gen.llm_done = True
+        gen.pending_chunks.clear()
+
+    def _new_gen(
+        self, uid: int, text: str, messages: list[Message], speculative: bool
+    ) -> Generation:
+        gen = Generation(
+            gen_id=self._next_gen,
+            utterance_id=uid,
+            user_text=text,
+            messages=messages,
+            speculative=speculative,
+            chunker=SentenceChunker(first_chunk_max_chars=self.config.first_chunk_max_chars),
+            started_ms=self.now_ms,
+        )
+        self._next_gen += 1
+        return gen
+
+    # -- the reply -------------------------------------------------------------------------
+
+    def _start_reply(self, gen: Generation, final: Final, end_silence_ms: int) -> None:
+        speculative = gen.speculative and self.config.speculate
+        gen.speculative = False
+        self._reply = gen
+        self._playback = Playback()
+        self._barge.reset()
+        self._filler_sent = False
+        self._unanswered = ""
+        self._prefilled = False
+        self._turn = TurnRecord(
+            uid=final.utterance_id,
+            user_end_ms=final.end_ms,
+            asr_final_ms=final.compute_ms,
+            end_silence_ms=end_silence_ms,
+            speculative=speculative,
+        )
+        self._emit(
+            ReplyStarted(
+                audio_ms=self.now_ms,
+                reply_id=gen.gen_id,
+                utterance_id=final.utterance_id,
+                text=gen.user_text,
+                speculative=speculative,
+            )
+        )
+        if gen.text:
+            self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=gen.text))
+        held, gen.held_audio = gen.held_audio, []
+        for seq, text, audio in held:
+            self._play(gen, seq, text, audio)
+        speaking = self.listener.open_utterance
+        if speaking is not None and speaking != final.utterance_id and self.config.barge_in:
+            # The user already speaks again: that speech is over this reply from its start.
+            self._decide(self._barge.on_speech_start(speaking))
+
+    def _end_reply(self, interrupted: bool) -> None:
+        gen, self._reply = self._reply, None
+        if gen is None:
+            return
+        heard = self._playback.heard_text() if interrupted else gen.text.strip()
+        self._emit(
+            ReplyEnded(
+                audio_ms=self.now_ms,
+                reply_id=gen.gen_id,
+                text=gen.text,
+                heard_text=heard,
+                interrupted=interrupted,
+            )
+        )
+        if heard:
+            self.history.add_turn(gen.user_text, heard)
+        elif interrupted:
+            self._unanswered = gen.user_text  # heard nothing: the next words continue it
+        if self._turn is not None:
+            barge_in = self._barge.reaction_ms
+            self._emit(self._turn.event(gen, self._playback, self.now_ms, barge_in, interrupted))
+            self._turn = None
+        self._barge.reset()
+
+    # -- barge-in ----------------------------------------------------------------------------
+
+    def _watch_barge_in(self) -> None:
+        if self._reply is not None and self.config.barge_in:
+            run = self.listener.voiced_run_ms
+            speaking = self.listener.open_utterance is not None
+            self._decide(self._barge.on_frame(self.now_ms, run, speaking))
+
+    def _decide(self, decision: Decision, onset_ms: float | None = None) -> None:
+        onset = self.now_ms - self.listener.voiced_run_ms if onset_ms is None else onset_ms
+        if decision == "pause":
+            self._pause(onset)
+        elif decision == "resume":
+            self._resume()
+        elif decision == "interrupt":
+            self._barge_in(onset)
+
+    def _pause(self, onset_ms: float) -> None:
+        reply = self._reply
+        if reply is None or self._barge.paused:
+            return
+        self._barge.paused_now(self.now_ms, onset_ms)
+        self._emit(Pause(reply.gen_id))
+        self._emit(Paused(audio_ms=self.now_ms, reply_id=reply.gen_id))
+
+    def _resume(self) -> None:
+        reply = self._reply
+        if reply is None or not self._barge.paused:
+            return
+        self._barge.resumed()
+        self._emit(Resume(reply.gen_id))
+        self._emit(Resumed(audio_ms=self.now_ms, reply_id=reply.gen_id))
+        self.on_played(reply.gen_id, self._playback.played)
+
+    def _barge_in(self, onset_ms: float) -> None:
+        reply = self._reply
+        if reply is None:
+            return
+        self._barge.interrupted_now(self.now_ms, onset_ms)
+        self._emit(Clear(reply.gen_id))
+        self._emit(
+            Interrupted(
+                audio_ms=self.now_ms,
+                reply_id=reply.gen_id,
+                heard_text=self._playback.heard_text(),
+                played_ms=self._playback.played * 1000.0 / SAMPLE_RATE,
+            )
+        )
+        self._set_state("interrupted")
+        self._cancel_gen(reply)
+        self._end_reply(interrupted=True)
+
+    # -- filler ------------------------------------------------------------------------------
+
+    def _watch_filler(self) -> None:
+        reply, turn, filler = self._reply, self._turn, self._filler
+        if (
+            reply is None
+            or turn is None
+            or filler is None
+            or not len(filler)
+            or self._filler_sent
+            or self._playback.chunks
+            or self.config.filler_after_ms <= 0
+            or self._barge.paused
+        ):
+            return
+        if self.now_ms - turn.user_end_ms >= self.config.filler_after_ms:
+            self._filler_sent = True
+            self._play(reply, -1, "", filler)
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _update_state(self) -> None:
+        if self._reply is not None:
+            if self._barge.paused:
+                state = "paused"
+            elif self._playback.first_played_ms is not None:
+                state = "speaking"
+            else:
+                state = "thinking"
+        elif self._spec is not None and self.config.speculate:
+            state = "speculating"
+        elif self.listener.open_utterance is not None:
+            state = "user_speaking"
+        else:
+            state = "listening"
+        self._set_state(state)
+
+    def _set_state(self, state: str) -> None:
+        if state != self._state:
+            previous, self._state = self._state, state
+            self._emit(StateChanged(audio_ms=self.now_ms, state=state, previous=previous))

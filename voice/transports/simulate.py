@@ -1,0 +1,342 @@
+"""The simulation transport: a scripted user, a simulated speaker, one timeline.
+
+A script places recorded utterances on the input timeline, either at fixed
+times or relative to the assistant's replies::
+
+    {"turns": [
+        {"audio": "a.wav", "at": 0.5},
+        {"audio": "stop.wav", "after": "reply_start", "delay": 0.8},
+        {"audio": "b.wav", "after": "reply_end", "delay": 0.6}
+    ]}
+
+``after`` waits for the start of a reply that began after the previous clip
+began, or for the end of a reply that either began after the previous clip
+began or ends after that clip is over (so a clip after a barge-in waits for
+the answer to the barge-in, not for the end of the reply it cut off).
+
+The simulated speaker plays what the session queues at real time on the same
+clock, honours pause, resume and clear at once, and reports its position
+back, as a device transport does. The session runs on
+a :class:`~voice.conversation.runtime.VirtualClock` (faster than real time,
+latencies still real) or a :class:`~voice.conversation.runtime.WallClock`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
+from voice.audio.resample import resample
+from voice.audio.wav import read_wav_native
+from voice.conversation.actions import Clear, Pause, Play, Resume
+from voice.conversation.engines import EngineLane, Engines
+from voice.conversation.runtime import VirtualClock, WallClock
+from voice.conversation.session import Output, Session
+from voice.errors import ConfigError
+from voice.events import Event, ReplyEnded, ReplyStarted
+
+Float32Array = npt.NDArray[np.float32]
+
+FRAME_MS = FRAME_SAMPLES * 1000.0 / SAMPLE_RATE
+WAIT_FOR_REPLY_S = 30.0  # a turn waiting on a reply that never comes starts anyway
+TAIL_S = 1.0  # keep listening this long after everything is over
+MAX_EXTRA_S = 120.0  # hard stop: this long after the last clip began
+
+
+@dataclass
+class ScriptTurn:
+    audio: Float32Array
+    name: str
+    at_s: float | None = None
+    after: str | None = None  # "reply_start" or "reply_end"
+    delay_s: float = 0.0
+    expect: str = ""  # free-form tag for benchmarks: "turn", "barge_in", "noise", ...
+    start_sample: int | None = None  # decided during the run
+
+
+@dataclass
+class Script:
+    turns: list[ScriptTurn]
+
+    @classmethod
+    def load(cls, path: str | Path) -> Script:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"script not found: {path}.") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"script {path} is not valid JSON: {exc}.") from None
+        return cls.from_dict(data, path.parent)
+
+    @classmethod
+    def from_dict(cls, data: Any, base: Path) -> Script:
+        hint = 'A script is {"turns": [{"audio": "a.wav", "at": 0.5}, ...]}.'
+        if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
+            raise ConfigError("a script needs a list of turns.", hint)
+        turns = []
+        for i, raw in enumerate(data["turns"]):
+            if not isinstance(raw, dict) or "audio" not in raw:
+                raise ConfigError(f"turn {i + 1} needs an 'audio' file.", hint)
+            after = raw.get("after")
+            if after not in (None, "reply_start", "reply_end"):
+                raise ConfigError(f"turn {i + 1}: 'after' must be 'reply_start' or 'reply_end'.")
+            if (raw.get("at") is None) == (after is None) and i > 0:
+                raise ConfigError(f"turn {i + 1} needs either 'at' or 'after' (not both).", hint)
+            audio_path = base / str(raw["audio"])
+            turns.append(
+                ScriptTurn(
+                    audio=load_clip(audio_path),
+                    name=audio_path.name,
+                    at_s=float(raw["at"]) if raw.get("at") is not None else None,
+                    after=after,
+                    delay_s=float(raw.get("delay", 0.0)),
+                    expect=str(raw.get("expect", "")),
+                )
+            )
+        if turns and turns[0].at_s is None:
+            turns[0].at_s = 0.5
+        return cls(turns)
+
+
+def load_clip(path: Path) -> Float32Array:
+    """A WAV file as 16 kHz mono float, whatever its rate."""
+    audio, rate = read_wav_native(path)
+    return resample(audio, rate, SAMPLE_RATE) if rate != SAMPLE_RATE else audio
+
+
+class ScriptedUser:
+    """The input timeline: clips placed as the script says, decided as the run goes."""
+
+    def __init__(self, script: Script) -> None:
+        self.turns = script.turns
+        self._next = 0  # first turn not yet placed
+        self._previous_start = 0
+        self._previous_end = 0
+        self._waiting_since = 0
+        self._reply_starts: dict[int, int] = {}
+
+    def place(self, now: int, event: Event | None) -> None:
+        """Place every turn whose time is now known (at ``now`` or on ``event``)."""
+        while self._next < len(self.turns):
+            turn = self.turns[self._next]
+            if turn.at_s is not None:
+                start = max(int(turn.at_s * SAMPLE_RATE), 0)
+            elif event is not None and self._anchors(event, turn.after, now):
+                start = now + int(turn.delay_s * SAMPLE_RATE)
+            elif now - self._waiting_since > WAIT_FOR_REPLY_S * SAMPLE_RATE:
+                start = now  # the reply never came: go on rather than hang
+            else:
+                return
+            turn.start_sample = start
+            self._previous_start = start
+            self._previous_end = start + len(turn.audio)
+            self._waiting_since = start + len(turn.audio)
+            self._next += 1
+            event = None  # one event places one turn
+
+    def _anchors(self, event: Event, after: str | None, now: int) -> bool:
+        if isinstance(event, ReplyStarted):
+            self._reply_starts[event.reply_id] = now
+        if event.type != after:
+            return False
+        reply_id = getattr(event, "reply_id", -1)
+        began_after = self._reply_starts.get(reply_id, -1) >= self._previous_start
+        return began_after or (isinstance(event, ReplyEnded) and now >= self._previous_end)
+
+    @property
+    def all_placed(self) -> bool:
+        return self._next >= len(self.turns)
+
+    @property
+    def end(self) -> int:
+        return max(
+            (
+                (t.start_sample or 0) + len(t.audio)
+                for t in self.turns
+                if t.start_sample is not None
+            ),
+            default=0,
+        )
+
+    def frame(self, start: int) -> Float32Array:
+        out = np.zeros(FRAME_SAMPLES, dtype=np.float32)
+        for turn in self.turns:
+            if turn.start_sample is None:
+                continue
+            lo = max(start, turn.start_sample)
+            hi = min(start + FRAME_SAMPLES, turn.start_sample + len(turn.audio))
+            if lo < hi:
+                out[lo - start : hi - start] += turn.audio[
+                    lo - turn.start_sample : hi - turn.start_sample
+                ]
+        return out
+
+
+class SimulatedSpeaker:
+    """Plays queued reply audio one frame per input frame; obeys pause/resume/clear."""
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[int, Float32Array]] = deque()
+        self._paused: set[int] = set()
+        self._cleared: set[int] = set()
+        self.played: dict[int, int] = {}
+
+    def act(self, action: object) -> None:
+        if isinstance(action, Play):
+            if action.reply_id not in self._cleared and len(action.audio):
+                self._queue.append((action.reply_id, action.audio))
+        elif isinstance(action, Pause):
+            self._paused.add(action.reply_id)
+        elif isinstance(action, Resume):
+            self._paused.discard(action.reply_id)
+        elif isinstance(action, Clear):
+            self._cleared.add(action.reply_id)
+            self._queue = deque(item for item in self._queue if item[0] != action.reply_id)
+
+    @property
+    def idle(self) -> bool:
+        return not self._queue
+
+    def tick(self) -> tuple[Float32Array, set[int]]:
+        """The next output frame, and the replies whose position moved."""
+        out = np.zeros(FRAME_SAMPLES, dtype=np.float32)
+        filled, moved = 0, set()
+        while filled < FRAME_SAMPLES and self._queue:
+            reply_id, audio = self._queue[0]
+            if reply_id in self._paused:
+                break
+            take = min(FRAME_SAMPLES - filled, len(audio))
+            out[filled : filled + take] = audio[:take]
+            filled += take
+            self.played[reply_id] = self.played.get(reply_id, 0) + take
+            moved.add(reply_id)
+            if take == len(audio):
+                self._queue.popleft()
+            else:
+                self._queue[0] = (reply_id, audio[take:])
+        return out, moved
+
+
+@dataclass
+class SimulationResult:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    heard: Float32Array = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    played: Float32Array = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    turns: list[ScriptTurn] = field(default_factory=list)
+    wall_s: float = 0.0
+    compute_ms: float = 0.0
+
+
+def simulate(
+    script: Script, session: Session, engines: Engines, realtime: bool = False
+) -> SimulationResult:
+    """Play ``script`` into ``session`` and record everything that comes out."""
+    lane = EngineLane(engines)
+    user = ScriptedUser(script)
+    speaker = SimulatedSpeaker()
+    result = SimulationResult(turns=script.turns)
+    heard: list[Float32Array] = []
+    played: list[Float32Array] = []
+    started = time.perf_counter()
+    virtual = VirtualClock(session, lane)
+    wall = WallClock(session, lane) if realtime else None
+    quiet_frames = 0
+    try:
+        if wall is not None:
+            wall.__enter__()
+        sample = 0
+        while True:
+            now_ms = sample * 1000.0 / SAMPLE_RATE
+            user.place(sample, None)
+            if wall is None:
+                virtual.advance(now_ms + FRAME_MS)
+                outputs = _step(session, user, speaker, sample, heard, played)
+            else:
+                due = started + (sample + FRAME_SAMPLES) / SAMPLE_RATE
+                time.sleep(max(0.0, due - time.perf_counter()))
+                with wall.lock:
+                    outputs = _step(session, user, speaker, sample, heard, played)
+                wall.poke()
+            for item in outputs:
+                if isinstance(item, Event):
+                    result.events.append(item.to_dict())
+                    if isinstance(item, ReplyStarted | ReplyEnded):
+                        user.place(sample + FRAME_SAMPLES, item)
+                else:
+                    speaker.act(item)
+            sample += FRAME_SAMPLES
+            clock_idle = virtual.idle if wall is None else wall.idle
+            over = user.all_placed and sample >= user.end
+            quiet = over and not session.busy and speaker.idle and clock_idle
+            quiet_frames = quiet_frames + 1 if quiet else 0
+            if quiet_frames * FRAME_MS >= TAIL_S * 1000 or (
+                user.all_placed and sample > user.end + MAX_EXTRA_S * SAMPLE_RATE
+            ):
+                break
+    finally:
+        if wall is not None:
+            wall.__exit__(None, None, None)
+        lane.close()
+    result.heard = np.concatenate(heard) if heard else result.heard
+    result.played = np.concatenate(played) if played else result.played
+    result.wall_s = time.perf_counter() - started
+    result.compute_ms = virtual.compute_ms
+    return result
+
+
+def _step(
+    session: Session,
+    user: ScriptedUser,
+    speaker: SimulatedSpeaker,
+    sample: int,
+    heard: list[Float32Array],
+    played: list[Float32Array],
+) -> list[Output]:
+    """One 20 ms frame: the user's audio in, the speaker's audio out, positions reported."""
+    frame = user.frame(sample)
+    heard.append(frame)
+    session.feed(frame)
+    outputs = session.take()
+    for item in outputs:
+        if not isinstance(item, Event):
+            speaker.act(item)
+    out, moved = speaker.tick()
+    played.append(out)
+    for reply_id in moved:
+        session.on_played(reply_id, speaker.played[reply_id])
+    # Outputs already acted on are returned as events only.
+    return [item for item in outputs if isinstance(item, Event)] + session.take()
+
+
+def write_outputs(result: SimulationResult, out_dir: str | Path, title: str = "") -> dict[str, Any]:
+    """conversation.wav (left: heard, right: played), events.jsonl, metrics.json,
+    timeline.png; returns the metrics."""
+    from voice.audio.wav import write_wav
+    from voice.conversation.metrics import summarize
+    from voice.conversation.timeline import render_timeline
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    length = max(len(result.heard), len(result.played))
+    stereo = np.zeros((length, 2), dtype=np.float32)
+    stereo[: len(result.heard), 0] = result.heard
+    stereo[: len(result.played), 1] = result.played
+    write_wav(out / "conversation.wav", np.clip(stereo, -1.0, 1.0))
+    with open(out / "events.jsonl", "w") as f:
+        for event in result.events:
+            f.write(json.dumps(event) + "\n")
+    metrics = summarize(result.events)
+    metrics["summary"]["wall_s"] = round(result.wall_s, 2)
+    metrics["summary"]["audio_s"] = round(length / SAMPLE_RATE, 2)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    render_timeline(out / "timeline.png", result.events, result.heard, result.played, title)
+    return metrics
