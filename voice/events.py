@@ -208,6 +208,7 @@ class TurnMetrics(Event):
     turn_id: int
     reply_id: int
     user_text: str
+    user_start_ms: float
     user_end_ms: float
     end_silence_ms: float
     eot_probability: float | None

@@ -47,6 +47,7 @@ BENCH_REPLY_TOKENS = 48
 FILLER_AFTER_MS = 700  # the "filler" mode: say "Let me think." if the reply is later
 NOISE_S = 4.0  # noise clips are cut to this length
 TURNS_PER_CONVERSATION = 3
+SHORT_TURN_S = 6  # also reported: turns of at most this much speech (commands, questions)
 SKIP_AS_TURNS = ("speechcommands_", "ami_", "mix_", "twospk_")
 
 
@@ -93,8 +94,8 @@ def plan_conversations(clips: list[Clip], limit: int | None = None) -> dict[str,
     backchannels = [c for c in speech if c.name.startswith("speechcommands_yes")]
     noises = [c for c in clips if c.kind == "noise"]
     for n, (interrupter, expect, delay, seconds) in enumerate(
-        [(c, "barge_in", 1.5, None) for c in barge_words + stops]
-        + [(c, "backchannel", 1.5, None) for c in backchannels]
+        [(c, "barge_in", 1.0, None) for c in barge_words + stops]
+        + [(c, "backchannel", 1.0, None) for c in backchannels]
         + [(c, "noise", 0.8, NOISE_S) for c in noises]
     ):
         first = opener[n % len(opener)]
@@ -183,6 +184,7 @@ def run_mode(
         events.extend(result.events)
         starts = [e["audio_ms"] for e in result.events if e["type"] == "reply_start"]
         interrupts = [e["audio_ms"] for e in result.events if e["type"] == "interrupted"]
+        live = _live_replies(result.events)
         for turn in result.turns:
             if turn.start_sample is None:
                 continue
@@ -191,6 +193,8 @@ def run_mode(
                 counts["user_turns"] += 1
                 end_ms = begin_ms + _last_speech_s(turn.audio) * 1000
                 counts["cut_ins"] += any(begin_ms < t < end_ms for t in starts)
+            elif not any(lo <= begin_ms + 100 < hi for lo, hi in live):
+                continue  # the reply was over before the clip began: not a trial
             elif turn.expect == "barge_in":
                 counts["barge_ins"] += 1
                 counts["barge_ins_stopped"] += any(t >= begin_ms for t in interrupts)
@@ -198,6 +202,16 @@ def run_mode(
                 counts["false_barge_in_trials"] += 1
                 counts["false_barge_ins"] += any(t >= begin_ms for t in interrupts)
     return events, counts
+
+
+def _live_replies(events: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(first sample played, end) of every reply: when speech over it is a barge-in."""
+    played = {e["reply_id"]: e["audio_ms"] for e in events if e["type"] == "playback_start"}
+    return [
+        (played[e["reply_id"]], e["audio_ms"])
+        for e in events
+        if e["type"] == "reply_end" and e["reply_id"] in played
+    ]
 
 
 def _naive(clips: list[Clip], settings: Settings, engines: Engines) -> list[float]:
@@ -235,6 +249,9 @@ def bench_conversation(
             default_v2v = turn_v2v
         entry: dict[str, Any] = {
             "voice_to_voice_ms": p50_p95(turn_v2v),
+            f"voice_to_voice_under_{SHORT_TURN_S}s_ms": p50_p95(
+                _v2v_of_user_turns(events, planned, max_s=SHORT_TURN_S)
+            ),
             "speculation_hit_rate": summary["speculation_hit_rate"],
             "cut_in_rate": _rate(counts["cut_ins"], counts["user_turns"]),
             "end_silence_ms": p50_p95(
@@ -263,8 +280,11 @@ def bench_conversation(
     return report
 
 
-def _v2v_of_user_turns(events: list[dict[str, Any]], planned: list[_Planned]) -> list[float]:
-    """Voice-to-voice of the plain turn conversations (not the overlap scripts)."""
+def _v2v_of_user_turns(
+    events: list[dict[str, Any]], planned: list[_Planned], max_s: float = 1e9
+) -> list[float]:
+    """Voice-to-voice of the plain turn conversations (not the overlap scripts), for
+    utterances of at most ``max_s`` seconds of speech."""
     plain = {p.name for p in planned if p.name.startswith("turns-")}
     return [
         e["voice_to_voice_ms"]
@@ -272,6 +292,7 @@ def _v2v_of_user_turns(events: list[dict[str, Any]], planned: list[_Planned]) ->
         if e["type"] == "turn_metrics"
         and e.get("conversation") in plain
         and e["voice_to_voice_ms"] is not None
+        and e["user_end_ms"] - e["user_start_ms"] <= max_s * 1000
     ]
 
 

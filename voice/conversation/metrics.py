@@ -15,6 +15,7 @@ class TurnRecord:
     """What the metrics of a reply's turn need, gathered as it happens."""
 
     uid: int
+    user_start_ms: float
     user_end_ms: float
     asr_final_ms: float | None
     end_silence_ms: float
@@ -37,6 +38,7 @@ class TurnRecord:
             turn_id=self.uid,
             reply_id=gen.gen_id,
             user_text=gen.user_text,
+            user_start_ms=self.user_start_ms,
             user_end_ms=self.user_end_ms,
             end_silence_ms=self.end_silence_ms,
             eot_probability=gen.eot_probability,

@@ -548,6 +548,7 @@ class Session:
         self._prefilled = False
         self._turn = TurnRecord(
             uid=final.utterance_id,
+            user_start_ms=final.start_ms,
             user_end_ms=final.end_ms,
             asr_final_ms=final.compute_ms,
             end_silence_ms=end_silence_ms,

@@ -26,10 +26,10 @@ from voice.listen.agreement import normalize_word
 
 # Words after which nobody ends a turn on purpose.
 CONTINUATION_WORDS = (
-    "um uh er erm hmm mm like and but or so because cause then also plus "
-    "the a an my your our their his her its this that these those "
+    "um uh er erm like and but or so because cause then also plus "
+    "the a an my your our their its "
     "to of in on at for with from by about into onto over under than as if "
-    "is are was were am be been i you we they he she it let's whether which who"
+    "let's whether which"
 )
 
 INCOMPLETE_PUNCTUATION = (",", "-", "—", "…", "...", ":", ";")
@@ -67,8 +67,11 @@ def judge_turn(
         return TurnJudgement(base_ms, "unsure")
     last = normalize_word(stripped.split()[-1])
     model = eot_probability if config.use_model else None
-    if config.use_text and (
-        last in config.continuation_words.split() or stripped.endswith(INCOMPLETE_PUNCTUATION)
+    asks = stripped.endswith(("?", "!"))  # "What are you looking at?" is finished
+    if (
+        config.use_text
+        and not asks
+        and (last in config.continuation_words.split() or stripped.endswith(INCOMPLETE_PUNCTUATION))
     ):
         return TurnJudgement(config.incomplete_silence_ms, "incomplete")
     punctuated = stripped.endswith(COMPLETE_PUNCTUATION)
