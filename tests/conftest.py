@@ -11,6 +11,16 @@ import pytest
 CORPUS = Path(__file__).parent / "corpus"
 
 
+class LoudIsSpeech:
+    """A fake VAD for scripted timelines: a frame is speech when it is loud."""
+
+    def is_speech(self, frame: np.ndarray) -> bool:
+        return bool(np.abs(frame).max() > 1000)
+
+    def reset(self) -> None:
+        pass
+
+
 def manifest() -> dict[str, dict[str, object]]:
     rows = [json.loads(line) for line in (CORPUS / "manifest.jsonl").read_text().splitlines()]
     return {Path(str(r["file"])).stem: r for r in rows}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import LoudIsSpeech
 
 from voice.conversation.engines import Engines
 from voice.conversation.generation import Playback, SpokenChunk
@@ -40,14 +41,6 @@ WORDS = [
     "twelve",
 ]
 REPLY = "Sure, I can help with that. It is a lovely day for it. Anything else I can do?"
-
-
-class LoudIsSpeech:
-    def is_speech(self, frame: np.ndarray) -> bool:
-        return bool(np.abs(frame).max() > 1000)
-
-    def reset(self) -> None:
-        pass
 
 
 class FakeAsr:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from conftest import LoudIsSpeech
 
 from voice.events import Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.endpoint import EndpointConfig
@@ -20,14 +21,6 @@ WORDS = [
     "one", "two", "three", "four", "five", "six",
     "seven", "eight", "nine", "ten", "eleven", "twelve",
 ]  # fmt: skip
-
-
-class LoudIsSpeech:
-    def is_speech(self, frame: np.ndarray) -> bool:
-        return bool(np.abs(frame).max() > 1000)
-
-    def reset(self) -> None:
-        pass
 
 
 class OneWordPer200ms:

@@ -39,6 +39,7 @@ class LlmConfig:
     max_reply_tokens: int = 120
     convert_to: str = "q8_0"  # embedded: load-time GGUF conversion for faster pre-fill; "" = off
     temperature: float = 0.7
+    no_stage_directions: bool = True  # embedded: ban "(", "*", "[" (see LlamaBackend)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     timeout_s: float = 30.0
     retries: int = 2
