@@ -54,7 +54,7 @@ from voice.conversation.actions import (
 from voice.conversation.bargein import BargeIn, Decision
 from voice.conversation.generation import Generation, Playback, SpokenChunk
 from voice.conversation.metrics import TurnRecord
-from voice.conversation.turns import TurnConfig, judge_turn, same_turn_text, split_words
+from voice.conversation.turns import EndOfTurn, TurnConfig, same_turn_text, split_words
 from voice.errors import VoiceError
 from voice.events import (
     AudioChunk,
@@ -138,7 +138,7 @@ class Session:
         self.turn = turn or TurnConfig()
         self.eot_available = eot_available and self.turn.use_model
         self.echo = echo
-        self.base_silence_ms = listener.endpointer.config.end_silence_ms
+        self.end_of_turn = EndOfTurn(listener.endpointer.config, self.turn, self.eot_available)
         self._backchannels = set(split_words(self.config.backchannels))
         self._stop_phrases = {
             " ".join(split_words(p)) for p in self.config.stop_phrases.split("|") if p.strip()
@@ -159,7 +159,6 @@ class Session:
         )
         self._ignored: set[int] = set()  # half-duplex: speech over a reply
         self._spec_tries: dict[int, int] = {}
-        self._judged: dict[int, tuple[int, float | None]] = {}  # uid -> (silence, eot)
         self._closing: deque[int] = deque()
         self._unanswered = ""  # a turn whose reply was cut before a word was heard
         self._prefilled = False
@@ -293,7 +292,7 @@ class Session:
             gen = self._gen(job.gen_id)
             if gen is not None and isinstance(result, float):
                 gen.eot_probability = result
-                self._adapt_endpoint(gen)
+                self._judge(gen)
         elif isinstance(job, LlmStep):
             self._on_delta(job.gen_id, result if isinstance(result, str) else None)
         elif isinstance(job, TtsJob):
@@ -378,7 +377,7 @@ class Session:
             self._on_final(event)
 
     def _on_speech_start(self, event: SpeechStart) -> None:
-        self._await_judgement()
+        self.end_of_turn.await_judgement()
         if self._reply is None:
             return
         if not self.config.barge_in:
@@ -388,7 +387,7 @@ class Session:
 
     def _on_final(self, event: Final) -> None:
         uid = event.utterance_id
-        silence, _ = self._judged.pop(uid, (self.base_silence_ms, None))
+        silence = self.end_of_turn.silence_used(uid)
         self._spec_tries.pop(uid, None)
         if uid in self._ignored:
             self._ignored.discard(uid)
@@ -452,7 +451,7 @@ class Session:
         self._cancel_spec("transcript changed")
         tries = self._spec_tries.get(uid, 0)
         if tries >= self.config.speculation_retries:
-            self._adapt_endpoint_text(uid, text)
+            self.end_of_turn.judge(uid, text, None)
             return
         messages = self._prompt(text)
         if messages is None:
@@ -461,7 +460,7 @@ class Session:
         gen = self._new_gen(uid, text, messages, speculative=True)
         gen.eot_pending = self.eot_available
         self._spec = gen
-        self._adapt_endpoint(gen)
+        self._judge(gen)
         if self.config.speculate:
             self._emit(
                 SpeculationStarted(
@@ -469,30 +468,9 @@ class Session:
                 )
             )
 
-    def _await_judgement(self) -> None:
-        """Until the words of a pause are judged, the turn may not end before the longest
-        wait: the judgement (one recognition pass and one pre-fill) normally comes long
-        before, and ending on the short default while it is pending cuts users off."""
-        adaptive = self.turn.use_text or self.eot_available
-        self.listener.endpointer.config.end_silence_ms = (
-            max(self.turn.incomplete_silence_ms, self.base_silence_ms)
-            if adaptive
-            else self.base_silence_ms
-        )
-
-    def _adapt_endpoint(self, gen: Generation) -> None:
-        if self.listener.open_utterance != gen.utterance_id:
-            return
-        judged = judge_turn(gen.user_text, gen.eot_probability, self.turn, self.base_silence_ms)
-        if self.eot_available and gen.eot_probability is None and judged.reason != "incomplete":
-            return  # the model's opinion is on its way: it may still say "not finished"
-        self.listener.endpointer.config.end_silence_ms = judged.silence_ms
-        self._judged[gen.utterance_id] = (judged.silence_ms, gen.eot_probability)
-
-    def _adapt_endpoint_text(self, uid: int, text: str) -> None:
-        judged = judge_turn(text, None, self.turn, self.base_silence_ms)
-        self.listener.endpointer.config.end_silence_ms = judged.silence_ms
-        self._judged[uid] = (judged.silence_ms, None)
+    def _judge(self, gen: Generation) -> None:
+        if self.listener.open_utterance == gen.utterance_id:
+            self.end_of_turn.judge(gen.utterance_id, gen.user_text, gen.eot_probability)
 
     def _watch_user_resumed(self) -> None:
         spec = self._spec
@@ -502,7 +480,7 @@ class Session:
             and self.listener.endpointer.silence_ms == 0
         ):
             self._cancel_spec("user went on")
-            self._await_judgement()
+            self.end_of_turn.await_judgement()
 
     def _cancel_spec(self, reason: str) -> None:
         spec, self._spec = self._spec, None

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from voice.listen.agreement import normalize_word
+from voice.listen.endpoint import EndpointConfig
 
 # Words after which nobody ends a turn on purpose.
 CONTINUATION_WORDS = (
@@ -95,3 +96,39 @@ def split_words(text: str) -> list[str]:
     """Normalised words: lower case, no punctuation ("Uh-huh." -> "uh-huh")."""
     words = (normalize_word(t) for t in re.split(r"\s+", text))
     return [w for w in words if any(c.isalnum() for c in w)]
+
+
+class EndOfTurn:
+    """Sets the listener's end-of-turn silence for the utterance being spoken.
+
+    ``config`` is the listener's own endpoint settings (the session's copy): its
+    ``end_silence_ms`` is changed between frames. Until a pause's words are judged
+    the turn may not end before the longest wait: the judgement (one recognition
+    pass) normally comes long before, and ending on the default while it is pending
+    cuts users off.
+    """
+
+    def __init__(self, config: EndpointConfig, turn: TurnConfig, model_available: bool) -> None:
+        self.config = config
+        self.turn = turn
+        self.base_ms = config.end_silence_ms
+        self.model_available = model_available and turn.use_model
+        self._used: dict[int, int] = {}  # utterance id -> the silence its turn ended on
+
+    def await_judgement(self) -> None:
+        """Speech (re)started: nothing is judged yet."""
+        adaptive = self.turn.use_text or self.model_available
+        wait = max(self.turn.incomplete_silence_ms, self.base_ms) if adaptive else self.base_ms
+        self.config.end_silence_ms = wait
+
+    def judge(self, utterance_id: int, text: str, eot_probability: float | None) -> None:
+        """The words of the pause (and the model's opinion, once it has one)."""
+        judged = judge_turn(text, eot_probability, self.turn, self.base_ms)
+        if self.model_available and eot_probability is None and judged.reason != "incomplete":
+            return  # the model's opinion is on its way: it may still say "not finished"
+        self.config.end_silence_ms = judged.silence_ms
+        self._used[utterance_id] = judged.silence_ms
+
+    def silence_used(self, utterance_id: int) -> int:
+        """The end-of-turn silence an ended utterance was given (forgets it)."""
+        return self._used.pop(utterance_id, self.base_ms)
