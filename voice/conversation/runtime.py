@@ -41,13 +41,11 @@ def run_job(lane: EngineLane, job: Job) -> tuple[object, BaseException | None, f
     return result, error, (time.perf_counter() - started) * 1000.0
 
 
-def deliver(
-    session: Session, job: Job, result: object, error: BaseException | None, ms: float
-) -> None:
+def deliver(session: Session, job: Job, result: object, error: BaseException | None) -> None:
     if error is not None:
         session.on_job_failed(job, error)
     else:
-        session.on_result(job, result, ms)
+        session.on_result(job, result)
 
 
 class VirtualClock:
@@ -69,7 +67,7 @@ class VirtualClock:
                     return
                 self._pending = None
                 self.free_at_ms = done.ready_ms
-                deliver(session, done.job, done.result, done.error, done.compute_ms)
+                deliver(session, done.job, done.result, done.error)
             start = max(self.free_at_ms, session.now_ms)
             if start >= until_ms:
                 return
@@ -95,6 +93,7 @@ class WallClock:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._busy = False
+        self.compute_ms = 0.0
         self._thread = threading.Thread(target=self._work, name="engine-lane", daemon=True)
 
     def __enter__(self) -> WallClock:
@@ -125,5 +124,6 @@ class WallClock:
                 continue
             result, error, ms = run_job(self.lane, job)
             with self.lock:
-                deliver(self.session, job, result, error, ms)
+                self.compute_ms += ms
+                deliver(self.session, job, result, error)
                 self._busy = False

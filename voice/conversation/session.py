@@ -280,7 +280,7 @@ class Session:
             return LlmStep(gen.gen_id, gen.messages)
         return None
 
-    def on_result(self, job: Job, result: object, compute_ms: float = 0.0) -> None:
+    def on_result(self, job: Job, result: object) -> None:
         """The result of a job from ``next_job``: a Transcription, an end-of-turn
         probability, a text delta (None at the end), or audio."""
         if isinstance(job, AsrJob):

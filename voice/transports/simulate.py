@@ -289,7 +289,7 @@ def simulate(
     result.heard = np.concatenate(heard) if heard else result.heard
     result.played = np.concatenate(played) if played else result.played
     result.wall_s = time.perf_counter() - started
-    result.compute_ms = virtual.compute_ms
+    result.compute_ms = virtual.compute_ms if wall is None else wall.compute_ms
     return result
 
 
