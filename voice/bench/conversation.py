@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import SAMPLE_RATE
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.bench.corpus import Clip
 from voice.bench.stats import p50_p95
 from voice.config import Settings
@@ -57,9 +57,9 @@ class _Planned:
     script: Script
 
 
-def _turn(clip: Clip, at_s: float | None = None, after: str = "reply_end", delay: float = 0.8,
-          expect: str = "turn", seconds: float | None = None) -> ScriptTurn:  # fmt: skip
-    audio = clip.audio(lead_s=0.0)
+def _turn(clip: Clip, audio: Float32Array, at_s: float | None = None, after: str = "reply_end",
+          delay: float = 0.8, expect: str = "turn", seconds: float | None = None
+          ) -> ScriptTurn:  # fmt: skip
     if seconds is not None:
         audio = audio[: int(seconds * SAMPLE_RATE)]
     return ScriptTurn(
@@ -79,15 +79,17 @@ def plan_conversations(clips: list[Clip], limit: int | None = None) -> dict[str,
     turns = [c for c in speech if c.text and not c.name.startswith(SKIP_AS_TURNS)]
     if limit:
         turns = turns[:limit]
+    audio = {c.name: c.audio(lead_s=0.0) for c in clips}  # each file read once
     plain: list[_Planned] = []
     for i in range(0, len(turns), TURNS_PER_CONVERSATION):
         group = turns[i : i + TURNS_PER_CONVERSATION]
-        script = [_turn(group[0], at_s=0.5)] + [_turn(c) for c in group[1:]]
+        script = [_turn(group[0], audio[group[0].name], at_s=0.5)]
+        script += [_turn(c, audio[c.name]) for c in group[1:]]
         plain.append(_Planned(f"turns-{i // TURNS_PER_CONVERSATION + 1}", Script(script)))
     overlap: list[_Planned] = []
     # Openers without long inner pauses, so what is measured is the speech or noise
     # over the reply, not the opener's own continuation (cut-ins are counted above).
-    smooth = [c for c in turns if _longest_pause_s(c.audio(lead_s=0.0)) < 0.3 and c.seconds < 6]
+    smooth = [c for c in turns if _longest_pause_s(audio[c.name]) < 0.3 and c.seconds < 6]
     opener = (smooth or turns)[:6]
     barge_words = [c for c in turns if 1.0 < c.seconds < 3.5][:4]
     stops = [c for c in speech if c.name.startswith("speechcommands_stop")]
@@ -100,34 +102,41 @@ def plan_conversations(clips: list[Clip], limit: int | None = None) -> dict[str,
     ):
         first = opener[n % len(opener)]
         script = [
-            _turn(first, at_s=0.5),
-            _turn(interrupter, after="reply_start", delay=delay, expect=expect, seconds=seconds),
+            _turn(first, audio[first.name], at_s=0.5),
+            _turn(
+                interrupter,
+                audio[interrupter.name],
+                after="reply_start",
+                delay=delay,
+                expect=expect,
+                seconds=seconds,
+            ),
         ]
         overlap.append(_Planned(f"{expect}-{interrupter.name}", Script(script)))
     return {"turns": plain, "overlap": overlap}
 
 
-def _last_speech_s(audio: Float32Array) -> float:
-    """Where the clip's speech really ends: the last 20 ms frame above a tenth of the peak."""
-    frames = len(audio) // 320
+def _loud_frames(audio: Float32Array) -> npt.NDArray[np.intp]:
+    """Indices of the 20 ms frames louder (RMS) than a tenth of the loudest one."""
+    frames = len(audio) // FRAME_SAMPLES
     if frames == 0:
-        return 0.0
-    rms = np.sqrt(np.mean(audio[: frames * 320].reshape(frames, 320) ** 2, axis=1))
-    loud = np.nonzero(rms > 0.1 * rms.max())[0]
-    return float((loud[-1] + 1) * 320 / SAMPLE_RATE) if len(loud) else 0.0
+        return np.zeros(0, dtype=np.intp)
+    rms = np.sqrt(np.mean(audio[: frames * FRAME_SAMPLES].reshape(frames, -1) ** 2, axis=1))
+    return np.nonzero(rms > 0.1 * rms.max())[0]
+
+
+def _last_speech_s(audio: Float32Array) -> float:
+    """Where the clip's speech really ends: the end of its last loud frame."""
+    loud = _loud_frames(audio)
+    return float((loud[-1] + 1) * FRAME_SAMPLES / SAMPLE_RATE) if len(loud) else 0.0
 
 
 def _longest_pause_s(audio: Float32Array) -> float:
-    """The longest quiet stretch inside the clip's speech (20 ms frames under a tenth
-    of the loudest)."""
-    frames = len(audio) // 320
-    if frames == 0:
-        return 0.0
-    rms = np.sqrt(np.mean(audio[: frames * 320].reshape(frames, 320) ** 2, axis=1))
-    loud = np.nonzero(rms > 0.1 * rms.max())[0]
+    """The longest quiet stretch between loud frames of the clip."""
+    loud = _loud_frames(audio)
     if len(loud) < 2:
         return 0.0
-    return float(np.diff(loud).max() - 1) * 320 / SAMPLE_RATE
+    return float(np.diff(loud).max() - 1) * FRAME_SAMPLES / SAMPLE_RATE
 
 
 def _mode_settings(settings: Settings, mode: str) -> Settings:
@@ -214,19 +223,18 @@ def _live_replies(events: list[dict[str, Any]]) -> list[tuple[float, float]]:
     ]
 
 
-def _naive(clips: list[Clip], settings: Settings, engines: Engines) -> list[float]:
+def _naive(turns: list[Float32Array], settings: Settings, engines: Engines) -> list[float]:
     """Voice-to-voice of the sequential pipeline, per turn: fixed endpoint + full-window
     transcription + whole reply + whole synthesis, each measured."""
     full_window = getattr(engines.asr, "transcribe_full_window", None)
     out = []
-    for clip in clips:
-        audio = clip.audio(lead_s=0.0)
+    for audio in turns:
         started = time.perf_counter()
         text = str(full_window(audio)) if full_window else ""
         messages = [Message("system", settings.llm.system_prompt), Message("user", text)]
         reply = "".join(engines.llm.stream(messages, max_tokens=BENCH_REPLY_TOKENS))
-        spoken = list(engines.tts.synthesize(reply))
-        del spoken
+        for _ in engines.tts.synthesize(reply):
+            pass
         out.append(settings.vad.end_silence_ms + (time.perf_counter() - started) * 1000)
     return out
 
@@ -269,8 +277,8 @@ def bench_conversation(
                 counts["false_barge_ins"], counts["false_barge_in_trials"]
             )
         report["modes"][mode] = entry
-    turn_clips = [c for plan in plans["turns"] for c in _clips_of(plan, clips)]
-    naive = _naive(turn_clips, _mode_settings(settings, "naive"), engines)
+    turn_audio = [t.audio for plan in plans["turns"] for t in plan.script.turns]
+    naive = _naive(turn_audio, _mode_settings(settings, "naive"), engines)
     report["modes"]["naive_sequential"] = {"voice_to_voice_ms": p50_p95(naive)}
     ours, theirs = p50_p95(default_v2v)["p50"], p50_p95(naive)["p50"]
     report["naive_over_default_p50"] = round(theirs / ours, 2) if ours and theirs else None
@@ -294,12 +302,6 @@ def _v2v_of_user_turns(
         and e["voice_to_voice_ms"] is not None
         and e["user_end_ms"] - e["user_start_ms"] <= max_s * 1000
     ]
-
-
-def _clips_of(plan: _Planned, clips: list[Clip]) -> list[Clip]:
-    names = [t.name for t in plan.script.turns]
-    by_name = {c.name: c for c in clips}
-    return [by_name[n] for n in names if n in by_name]
 
 
 def _rate(part: int, whole: int) -> float | None:

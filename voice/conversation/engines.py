@@ -101,10 +101,7 @@ class EngineLane:
             parts = list(engines.tts.synthesize(job.text))
             return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
         if isinstance(job, PrefillJob):
-            if job.user_prefix:
-                end_of_turn_probability(engines.llm, job.history, job.user_prefix)
-            else:
-                prefill(engines.llm, job.history)
+            prefill(engines.llm, job.history, job.user_prefix)
             return None
         raise TypeError(f"unknown job {job!r}")
 

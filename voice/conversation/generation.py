@@ -43,6 +43,7 @@ class Generation:
     text_parts: list[str] = field(default_factory=list)
     pending_chunks: deque[str] = field(default_factory=deque)
     next_seq: int = 0
+    llm_opened: bool = False  # an LlmStep was handed out: the lane holds a generation
     llm_done: bool = False
     tts_busy: bool = False
     held_audio: list[tuple[int, str, Float32Array]] = field(default_factory=list)
@@ -101,7 +102,3 @@ class Playback:
                 words.extend(parts[: int(len(parts) * left / chunk.samples)])
             left -= chunk.samples
         return " ".join(words)
-
-
-def empty_audio() -> Float32Array:
-    return np.zeros(0, dtype=np.float32)

@@ -277,6 +277,7 @@ class Session:
             return TtsJob(gen.gen_id, seq, gen.pending_chunks.popleft())
         generating = not gen.speculative or self.config.speculate
         if generating and not gen.llm_done:
+            gen.llm_opened = True
             return LlmStep(gen.gen_id, gen.messages)
         return None
 
@@ -493,7 +494,7 @@ class Session:
             )
 
     def _cancel_gen(self, gen: Generation) -> None:
-        if not gen.llm_done and (gen.text_parts or not gen.speculative or self.config.speculate):
+        if gen.llm_opened and not gen.llm_done:
             self._closing.append(gen.gen_id)
         gen.llm_done = True
         gen.pending_chunks.clear()

@@ -109,10 +109,11 @@ class EndOfTurn:
     """
 
     def __init__(self, config: EndpointConfig, turn: TurnConfig, model_available: bool) -> None:
+        """``model_available``: the LLM's end-of-turn probability is on and will come."""
         self.config = config
         self.turn = turn
         self.base_ms = config.end_silence_ms
-        self.model_available = model_available and turn.use_model
+        self.model_available = model_available
         self._used: dict[int, int] = {}  # utterance id -> the silence its turn ended on
 
     def await_judgement(self) -> None:

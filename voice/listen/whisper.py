@@ -137,6 +137,9 @@ class WhisperEngine:
             language="en" if self.model.model.is_multilingual else None,
         )
         self._suppress = list(get_suppressed_tokens(self.tokenizer, [-1]))
+        # The mel features of silence that pad every window: computed once, not per pass.
+        silence = self.model.feature_extractor(np.zeros(HOP * 4, dtype=np.float32))
+        self._silence = np.asarray(silence[:, :1], dtype=np.float32)
 
     # -- the length-proportional pass -------------------------------------------------
 
@@ -170,8 +173,7 @@ class WhisperEngine:
         usable = min(frames, features.shape[1])
         window[0, :, :usable] = features[:, :usable]
         if usable < frames:  # pad with the features of silence, not zeros
-            silence = self.model.feature_extractor(np.zeros(HOP * 4, dtype=np.float32))[:, :1]
-            window[0, :, usable:] = silence
+            window[0, :, usable:] = self._silence
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(window), to_cpu=False)
         duration = len(audio) / SAMPLE_RATE
         budget = int(duration * self.config.tokens_per_second) + 10

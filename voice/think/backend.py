@@ -102,11 +102,12 @@ def end_of_turn_probability(
     return None if probe is None else float(probe(messages, user_text))
 
 
-def prefill(backend: LlmBackend, messages: list[Message]) -> None:
-    """Warm the backend's cache with the conversation so far, if it has one (idle time)."""
+def prefill(backend: LlmBackend, messages: list[Message], user_prefix: str = "") -> None:
+    """Warm the backend's cache with the conversation so far (and the words the user has
+    said so far), if it has a cache (idle time)."""
     warm = getattr(backend, "prefill", None)
     if warm is not None:
-        warm(messages)
+        warm(messages, user_prefix)
 
 
 def make_backend(config: LlmConfig) -> LlmBackend:

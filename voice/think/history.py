@@ -30,6 +30,7 @@ class History:
         self.turns: list[Message] = []
         self.budget = context_tokens - reply_tokens
         self._count = count_tokens
+        self._costs: dict[Message, int] = {}  # per message: prompts are built often
 
     @classmethod
     def for_backend(cls, backend: LlmBackend, config: LlmConfig) -> History:
@@ -51,7 +52,7 @@ class History:
         kept: list[Message] = []
         used = base
         for message in reversed(self.turns):
-            cost = self._count([message])
+            cost = self._cost(message)
             if used + cost > self.budget:
                 break
             kept.insert(0, message)
@@ -60,6 +61,12 @@ class History:
         while kept and kept[0].role == "assistant":
             kept.pop(0)
         return [self.system, *kept, user]
+
+    def _cost(self, message: Message) -> int:
+        cost = self._costs.get(message)
+        if cost is None:
+            cost = self._costs[message] = self._count([message])
+        return cost
 
     def so_far(self) -> list[Message]:
         """The system prompt and the turns a next prompt would keep (for pre-filling)."""

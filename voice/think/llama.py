@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
@@ -92,8 +92,9 @@ class LlamaBackend:
         prompt = str(self._chat_formatter()(messages=turns).prompt)
         return prompt[: prompt.index(marker)] if marker in prompt else ""
 
-    def prefill(self, messages: list[Message]) -> int:
-        """Pre-fill the KV cache with the conversation so far, while nobody is waiting.
+    def prefill(self, messages: list[Message], user_prefix: str = "") -> int:
+        """Pre-fill the KV cache with the conversation so far (and the first words of the
+        user turn being spoken, ``user_prefix``), while nobody is waiting.
 
         Sampled replies are often tokenized differently from how their text
         re-tokenizes, so the next prompt would diverge from the cache inside the
@@ -103,9 +104,11 @@ class LlamaBackend:
         """
         if not self.llm.metadata.get("tokenizer.chat_template"):
             return 0
-        text = self._render_until_user(messages)
-        tokens = self.llm.tokenize(text.encode(), add_bos=True, special=True)
-        return int(self._worker.submit(self._evaluate, tokens).result())
+        text = self._render_until_user(messages) + user_prefix.strip()
+        return int(self._worker.submit(self._evaluate_text, text).result())
+
+    def _evaluate_text(self, text: str) -> int:
+        return self._evaluate(self.llm.tokenize(text.encode(), add_bos=True, special=True))
 
     def _evaluate(self, tokens: list[int]) -> int:
         cached = self.llm.input_ids[: self.llm.n_tokens].tolist()
@@ -146,8 +149,7 @@ class LlamaBackend:
             after = prompt[prompt.index(marker) + 1 :] if marker in prompt else ""
             ids = self.llm.tokenize(after.encode(), add_bos=False, special=True)
             self._eot_token = ids[0] if ids else self.llm.token_eos()
-        text = self._render_until_user(messages) + user_text.strip()
-        self._evaluate(self.llm.tokenize(text.encode(), add_bos=True, special=True))
+        self._evaluate_text(self._render_until_user(messages) + user_text.strip())
         raw = self.llm._ctx.get_logits()  # type: ignore[no-untyped-call]
         logits = np.ctypeslib.as_array(raw, shape=(self.llm.n_vocab(),))
         shifted = np.exp(logits - logits.max())
@@ -198,6 +200,31 @@ class LlamaBackend:
             stop.set()  # a consumer that stops early stops the generation too
             future.result()
 
+    def _deltas(
+        self, messages: list[Message], max_tokens: int | None
+    ) -> Generator[str, None, None]:
+        """Text deltas of one chat completion, computed lazily by whoever advances it;
+        closing it stops llama.cpp's generation loop at once."""
+        chunks = cast(
+            Iterator[Any],
+            self.llm.create_chat_completion(
+                [m.to_dict() for m in messages],  # type: ignore[misc]
+                stream=True,
+                max_tokens=max_tokens or self.config.max_reply_tokens,
+                temperature=self.config.temperature,
+                logit_bias=self._bias,
+            ),
+        )
+        try:
+            for chunk in chunks:
+                delta = chunk["choices"][0]["delta"].get("content")
+                if delta:
+                    yield str(delta)
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
     def _generate(
         self,
         messages: list[Message],
@@ -207,27 +234,14 @@ class LlamaBackend:
         deltas: queue.Queue[str | BaseException | None],
     ) -> None:
         try:
-            chunks = cast(
-                Iterator[Any],
-                self.llm.create_chat_completion(
-                    [m.to_dict() for m in messages],  # type: ignore[misc]
-                    stream=True,
-                    max_tokens=max_tokens or self.config.max_reply_tokens,
-                    temperature=self.config.temperature,
-                    logit_bias=self._bias,
-                ),
-            )
+            generation = self._deltas(messages, max_tokens)
             try:
-                for chunk in chunks:
+                for delta in generation:
                     if cancel.is_set() or stop.is_set():
                         break
-                    delta = chunk["choices"][0]["delta"].get("content")
-                    if delta:
-                        deltas.put(delta)
+                    deltas.put(delta)
             finally:
-                close = getattr(chunks, "close", None)
-                if close is not None:
-                    close()  # stops llama.cpp's generation loop right here
+                generation.close()  # stops llama.cpp's generation loop right here
         except Exception as exc:  # reported to the consumer, never lost in the worker
             deltas.put(exc)
         finally:
@@ -239,40 +253,21 @@ class _LlamaSteps:
 
     def __init__(self, backend: LlamaBackend, messages: list[Message], max_tokens: int) -> None:
         self._backend = backend
-        self._messages = messages
-        self._max_tokens = max_tokens
-        self._chunks: Iterator[Any] | None = None
-        self.done = False
-
-    def _next(self) -> str | None:
-        if self._chunks is None:
-            self._chunks = cast(
-                Iterator[Any],
-                self._backend.llm.create_chat_completion(
-                    [m.to_dict() for m in self._messages],  # type: ignore[misc]
-                    stream=True,
-                    max_tokens=self._max_tokens,
-                    temperature=self._backend.config.temperature,
-                    logit_bias=self._backend._bias,
-                ),
-            )
-        for chunk in self._chunks:
-            delta = chunk["choices"][0]["delta"].get("content")
-            if delta:
-                return str(delta)
-        self.done = True
-        return None
+        # A generator runs nothing until advanced, so creating it here is free.
+        self._deltas: Generator[str, None, None] | None = backend._deltas(messages, max_tokens)
 
     def step(self) -> str | None:
         """The next text delta, or None when the reply is complete."""
-        if self.done:
+        deltas = self._deltas
+        if deltas is None:
             return None
-        return self._backend._worker.submit(self._next).result()
+        delta = self._backend._worker.submit(next, deltas, None).result()
+        if delta is None:
+            self._deltas = None
+        return delta
 
     def close(self) -> None:
         """Stop here: llama.cpp's generation loop ends at once and frees the model."""
-        self.done = True
-        chunks, self._chunks = self._chunks, None
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            self._backend._worker.submit(close).result()
+        deltas, self._deltas = self._deltas, None
+        if deltas is not None:
+            self._backend._worker.submit(deltas.close).result()

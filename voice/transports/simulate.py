@@ -23,6 +23,7 @@ latencies still real) or a :class:`~voice.conversation.runtime.WallClock`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import deque
@@ -34,8 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
-from voice.audio.resample import resample
-from voice.audio.wav import read_wav_native
+from voice.audio.wav import read_wav
 from voice.conversation.actions import Clear, Pause, Play, Resume
 from voice.conversation.engines import EngineLane, Engines
 from voice.conversation.runtime import VirtualClock, WallClock
@@ -94,7 +94,7 @@ class Script:
             audio_path = base / str(raw["audio"])
             turns.append(
                 ScriptTurn(
-                    audio=load_clip(audio_path),
+                    audio=read_wav(audio_path),
                     name=audio_path.name,
                     at_s=float(raw["at"]) if raw.get("at") is not None else None,
                     after=after,
@@ -105,12 +105,6 @@ class Script:
         if turns and turns[0].at_s is None:
             turns[0].at_s = 0.5
         return cls(turns)
-
-
-def load_clip(path: Path) -> Float32Array:
-    """A WAV file as 16 kHz mono float, whatever its rate."""
-    audio, rate = read_wav_native(path)
-    return resample(audio, rate, SAMPLE_RATE) if rate != SAMPLE_RATE else audio
 
 
 class ScriptedUser:
@@ -248,31 +242,27 @@ def simulate(
     played: list[Float32Array] = []
     started = time.perf_counter()
     virtual = VirtualClock(session, lane)
-    wall = WallClock(session, lane) if realtime else None
     quiet_frames = 0
-    try:
-        if wall is not None:
-            wall.__enter__()
+    with contextlib.ExitStack() as stack:
+        stack.callback(lane.close)
+        wall = stack.enter_context(WallClock(session, lane)) if realtime else None
         sample = 0
         while True:
             now_ms = sample * 1000.0 / SAMPLE_RATE
             user.place(sample, None)
             if wall is None:
                 virtual.advance(now_ms + FRAME_MS)
-                outputs = _step(session, user, speaker, sample, heard, played)
+                events = _step(session, user, speaker, sample, heard, played)
             else:
                 due = started + (sample + FRAME_SAMPLES) / SAMPLE_RATE
                 time.sleep(max(0.0, due - time.perf_counter()))
                 with wall.lock:
-                    outputs = _step(session, user, speaker, sample, heard, played)
+                    events = _step(session, user, speaker, sample, heard, played)
                 wall.poke()
-            for item in outputs:
-                if isinstance(item, Event):
-                    result.events.append(item.to_dict())
-                    if isinstance(item, ReplyStarted | ReplyEnded):
-                        user.place(sample + FRAME_SAMPLES, item)
-                else:
-                    speaker.act(item)
+            for event in events:
+                result.events.append(event.to_dict())
+                if isinstance(event, ReplyStarted | ReplyEnded):
+                    user.place(sample + FRAME_SAMPLES, event)
             sample += FRAME_SAMPLES
             clock_idle = virtual.idle if wall is None else wall.idle
             over = user.all_placed and sample >= user.end
@@ -282,10 +272,6 @@ def simulate(
                 user.all_placed and sample > user.end + MAX_EXTRA_S * SAMPLE_RATE
             ):
                 break
-    finally:
-        if wall is not None:
-            wall.__exit__(None, None, None)
-        lane.close()
     result.heard = np.concatenate(heard) if heard else result.heard
     result.played = np.concatenate(played) if played else result.played
     result.wall_s = time.perf_counter() - started
@@ -300,21 +286,28 @@ def _step(
     sample: int,
     heard: list[Float32Array],
     played: list[Float32Array],
-) -> list[Output]:
-    """One 20 ms frame: the user's audio in, the speaker's audio out, positions reported."""
+) -> list[Event]:
+    """One 20 ms frame: the user's audio in, the speaker's audio out, positions reported;
+    returns the events, having carried out the output actions."""
     frame = user.frame(sample)
     heard.append(frame)
     session.feed(frame)
-    outputs = session.take()
-    for item in outputs:
-        if not isinstance(item, Event):
-            speaker.act(item)
+    events = _carry_out(session.take(), speaker)
     out, moved = speaker.tick()
     played.append(out)
     for reply_id in moved:
         session.on_played(reply_id, speaker.played[reply_id])
-    # Outputs already acted on are returned as events only.
-    return [item for item in outputs if isinstance(item, Event)] + session.take()
+    return events + _carry_out(session.take(), speaker)
+
+
+def _carry_out(outputs: list[Output], speaker: SimulatedSpeaker) -> list[Event]:
+    events = []
+    for item in outputs:
+        if isinstance(item, Event):
+            events.append(item)
+        else:
+            speaker.act(item)
+    return events
 
 
 def write_outputs(result: SimulationResult, out_dir: str | Path, title: str = "") -> dict[str, Any]:
