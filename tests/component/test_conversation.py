@@ -28,6 +28,9 @@ from voice.transports.simulate import Script, ScriptTurn, SimulationResult, simu
 def engines() -> Engines:
     settings = Settings()
     settings.llm.max_reply_tokens = 60
+    # Greedy decoding: the same reply every run, so speech scripted to land over a
+    # reply always finds one playing (a sampled reply can be one short sentence).
+    settings.llm.temperature = 0.0
     return Engines.load(settings)
 
 
@@ -107,7 +110,7 @@ def test_stop_silences_the_reply_and_history_keeps_what_was_heard(engines: Engin
     result, session = converse(
         engines,
         [
-            turn("librispeech_1089-134691-0000", at_s=0.5),
+            turn("ljspeech_LJ001-0008", at_s=0.5),  # a reply long enough to cut
             turn("speechcommands_stop_6a27a9bf", after="reply_start", delay=1.2),
         ],
     )
@@ -162,8 +165,8 @@ def test_simulate_cli_runs_the_demo_and_writes_the_four_outputs(tmp_path: Path) 
     done = subprocess.run(
         [sys.executable, "-m", "voice.cli", "simulate", "-o", str(out)],
         capture_output=True, text=True, timeout=600,
-        env={"VOICE_LLM_MAX_REPLY_TOKENS": "40", "PATH": "/usr/bin:/bin",
-             "HF_HUB_OFFLINE": "1", "HOME": str(Path.home())},
+        env={"VOICE_LLM_MAX_REPLY_TOKENS": "40", "VOICE_LLM_TEMPERATURE": "0",
+             "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(Path.home())},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "voice-to-voice p50" in done.stdout
