@@ -187,6 +187,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from voice.serve.server import ServeConfig, run_server
+
+    config = ServeConfig(host=args.host, port=args.port, max_sessions=args.max_sessions)
+    if args.web_dir:
+        config.web_dir = Path(args.web_dir)
+    return run_server(_settings(args), config)
+
+
 def _format_conversation_event(event: dict[str, object]) -> str:
     """The lines a person wants to follow a conversation; partials and deltas are left out."""
     stamp = f"[{float(event['audio_ms']) / 1000:7.2f}s]"  # type: ignore[arg-type]
@@ -217,7 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_transcribe)
 
     p = sub.add_parser("bench", help="measure latency and accuracy (not a test)")
-    p.add_argument("what", choices=["asr", "vad", "reply", "conversation"], help="which benchmark")
+    p.add_argument(
+        "what", choices=["asr", "vad", "reply", "conversation", "serve"], help="which benchmark"
+    )
+    p.add_argument(
+        "--clients", default="1,2,3,4", help="serve: concurrent clients, e.g. 1,2,4 (one run each)"
+    )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -235,6 +249,15 @@ def build_parser() -> argparse.ArgumentParser:
     _settings_args(p)
     _llm_args(p)
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("serve", help="talk in a browser: web client and WebSocket on one port")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    p.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
+    p.add_argument("--max-sessions", type=int, default=4, help="refuse connections beyond this")
+    p.add_argument("--web-dir", help="serve the client from here (default: the repo's web/)")
+    _settings_args(p)
+    _llm_args(p)
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("chat", help="typed conversation: replies stream as text and speech")
     p.add_argument("--out-dir", default="chat", help="one WAV per reply goes here")

@@ -1,4 +1,4 @@
-"""Benchmarks: ``voice bench asr|vad|reply|conversation``. Timing lives here, never in tests.
+"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve``. Timing lives here, never in tests.
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
 virtual audio time that is charged for real compute (see
@@ -19,7 +19,12 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     from voice.bench.corpus import load_corpus
 
     report: dict[str, Any]
-    if args.what == "conversation":
+    if args.what == "serve":
+        from voice.bench.serve import bench_serve
+
+        counts = [int(n) for n in str(args.clients).split(",") if n.strip()]
+        report = bench_serve(load_corpus(args.corpus), counts, config=args.config)
+    elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation
 
         report = bench_conversation(load_corpus(args.corpus), settings, limit=args.limit)

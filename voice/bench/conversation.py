@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
-from voice.bench.corpus import Clip
+from voice.audio.format import SAMPLE_RATE
+from voice.bench.corpus import Clip, longest_pause_s, speech_end_s
 from voice.bench.stats import p50_p95
 from voice.config import Settings
 from voice.conversation.engines import Engines
@@ -89,7 +89,7 @@ def plan_conversations(clips: list[Clip], limit: int | None = None) -> dict[str,
     overlap: list[_Planned] = []
     # Openers without long inner pauses, so what is measured is the speech or noise
     # over the reply, not the opener's own continuation (cut-ins are counted above).
-    smooth = [c for c in turns if _longest_pause_s(audio[c.name]) < 0.3 and c.seconds < 6]
+    smooth = [c for c in turns if longest_pause_s(audio[c.name]) < 0.3 and c.seconds < 6]
     opener = (smooth or turns)[:6]
     barge_words = [c for c in turns if 1.0 < c.seconds < 3.5][:4]
     stops = [c for c in speech if c.name.startswith("speechcommands_stop")]
@@ -114,29 +114,6 @@ def plan_conversations(clips: list[Clip], limit: int | None = None) -> dict[str,
         ]
         overlap.append(_Planned(f"{expect}-{interrupter.name}", Script(script)))
     return {"turns": plain, "overlap": overlap}
-
-
-def _loud_frames(audio: Float32Array) -> npt.NDArray[np.intp]:
-    """Indices of the 20 ms frames louder (RMS) than a tenth of the loudest one."""
-    frames = len(audio) // FRAME_SAMPLES
-    if frames == 0:
-        return np.zeros(0, dtype=np.intp)
-    rms = np.sqrt(np.mean(audio[: frames * FRAME_SAMPLES].reshape(frames, -1) ** 2, axis=1))
-    return np.nonzero(rms > 0.1 * rms.max())[0]
-
-
-def _last_speech_s(audio: Float32Array) -> float:
-    """Where the clip's speech really ends: the end of its last loud frame."""
-    loud = _loud_frames(audio)
-    return float((loud[-1] + 1) * FRAME_SAMPLES / SAMPLE_RATE) if len(loud) else 0.0
-
-
-def _longest_pause_s(audio: Float32Array) -> float:
-    """The longest quiet stretch between loud frames of the clip."""
-    loud = _loud_frames(audio)
-    if len(loud) < 2:
-        return 0.0
-    return float(np.diff(loud).max() - 1) * FRAME_SAMPLES / SAMPLE_RATE
 
 
 def _mode_settings(settings: Settings, mode: str) -> Settings:
@@ -200,7 +177,7 @@ def run_mode(
             begin_ms = turn.start_sample * 1000 / SAMPLE_RATE
             if turn.expect == "turn":
                 counts["user_turns"] += 1
-                end_ms = begin_ms + _last_speech_s(turn.audio) * 1000
+                end_ms = begin_ms + speech_end_s(turn.audio) * 1000
                 counts["cut_ins"] += any(begin_ms < t < end_ms for t in starts)
             elif not any(lo <= begin_ms + 100 < hi for lo, hi in live):
                 continue  # the reply was over before the clip began: not a trial

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio import read_wav
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.errors import VoiceError
 
 LEAD_SILENCE_S = 0.5  # people pause before speaking; the VAD pre-roll needs history
@@ -58,3 +59,32 @@ def load_corpus(folder: str | Path | None = None, limit: int | None = None) -> l
             )
         )
     return clips[:limit] if limit else clips
+
+
+def loud_frames(audio: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
+    """Indices of the 20 ms frames louder (RMS) than a tenth of the loudest one."""
+    frames = len(audio) // FRAME_SAMPLES
+    if frames == 0:
+        return np.zeros(0, dtype=np.intp)
+    rms = np.sqrt(np.mean(audio[: frames * FRAME_SAMPLES].reshape(frames, -1) ** 2, axis=1))
+    return np.nonzero(rms > 0.1 * rms.max())[0]
+
+
+def speech_start_s(audio: npt.NDArray[np.float32]) -> float:
+    """Where the clip's speech really starts: its first loud frame."""
+    loud = loud_frames(audio)
+    return float(loud[0] * FRAME_SAMPLES / SAMPLE_RATE) if len(loud) else 0.0
+
+
+def speech_end_s(audio: npt.NDArray[np.float32]) -> float:
+    """Where the clip's speech really ends: the end of its last loud frame."""
+    loud = loud_frames(audio)
+    return float((loud[-1] + 1) * FRAME_SAMPLES / SAMPLE_RATE) if len(loud) else 0.0
+
+
+def longest_pause_s(audio: npt.NDArray[np.float32]) -> float:
+    """The longest quiet stretch between loud frames of the clip."""
+    loud = loud_frames(audio)
+    if len(loud) < 2:
+        return 0.0
+    return float(np.diff(loud).max() - 1) * FRAME_SAMPLES / SAMPLE_RATE

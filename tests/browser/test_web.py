@@ -1,0 +1,191 @@
+"""The web client in a real browser: Debian's Chromium, driven by Playwright, with a
+fake microphone that plays corpus speech, against a real `voice serve`.
+
+Screenshots go to $VOICE_TEST_ARTIFACTS (default: test-artifacts/ in the checkout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import VoiceServer, clip
+
+from voice.audio import write_wav
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(
+    os.environ.get("VOICE_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
+)
+
+
+def mic_file(
+    tmp_path: Path, name: str, parts: list[tuple[str, float]], tail_s: float = 20.0
+) -> Path:
+    """A fake-microphone WAV: for each (clip, silence before it), then a long silence.
+    The browser loses the file's first few ms and plays silence after it ends."""
+    audio = [
+        np.concatenate([np.zeros(int(gap * 16000), np.float32), clip(n, lead_s=0)])
+        for n, gap in parts
+    ]
+    audio.append(np.zeros(int(tail_s * 16000), np.float32))
+    path = (tmp_path / f"{name}.wav").resolve()  # the flag needs an absolute path
+    write_wav(path, np.concatenate(audio), 16000)
+    return path
+
+
+async def open_page(pw: Any, mic: Path, url: str) -> tuple[Any, Any]:
+    args = [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--autoplay-policy=no-user-gesture-required",
+        "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={mic}%noloop",
+    ]  # fmt: skip
+    browser = await pw.chromium.launch(
+        executable_path=CHROMIUM, args=args, ignore_default_args=["--mute-audio"]
+    )
+    page = await browser.new_page(viewport={"width": 390, "height": 760})  # a phone
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(url)
+    await page.click("#toggle")
+    page.errors = errors
+    return browser, page
+
+
+async def state(page: Any) -> dict[str, Any]:
+    return dict(
+        await page.evaluate(
+            """() => ({
+            state: voiceState.state, frames: voiceState.framesSent, peak: voiceState.micPeak,
+            latencies: voiceState.latencies, played: voiceState.playedSamples,
+            stops: voiceState.stops, partial: voiceState.partial,
+            turns: voiceState.turns.map(t => ({role: t.role, text: t.text, meta: t.meta})),
+        })"""
+        )
+    )
+
+
+async def wait_until(page: Any, check: Any, timeout_s: float, what: str) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    seen: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        seen = await state(page)
+        if check(seen):
+            return seen
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no {what} within {timeout_s} s; page state: {seen}")
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+@pytest.fixture(scope="module")
+def playwright_ready() -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `apt-get install chromium` (see .ci/run).")
+
+
+def test_a_full_turn_in_the_browser(
+    voice_server: VoiceServer, tmp_path: Path, playwright_ready: None
+) -> None:
+    from playwright.async_api import async_playwright
+
+    mic = mic_file(tmp_path, "turn", [("cmu_arctic_axb_a0004", 1.0)])
+
+    async def main() -> tuple[dict[str, Any], list[str], str]:
+        async with async_playwright() as pw:
+            browser, page = await open_page(pw, mic, voice_server.url)
+            partials: list[str] = []
+            seen = await wait_until(
+                page,
+                lambda s: (s["partial"] and partials.append(s["partial"])) or s["latencies"],
+                60,
+                "reply audio",
+            )
+            seen = await wait_until(page, lambda s: s["state"] == "listening", 60, "reply end")
+            latency = await page.inner_text("#last-latency")
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            await page.screenshot(path=str(ARTIFACTS / "web-turn.png"))
+            await browser.close()
+            return seen, partials, latency
+
+    seen, partials, latency = run(main())
+    assert seen["frames"] > 50 and seen["peak"] > 0.01  # the fake microphone really streamed
+    assert partials  # live partial transcripts showed while the user spoke
+    user, assistant = seen["turns"][:2]
+    assert user["role"] == "user" and "glad to see you" in user["text"].lower()
+    assert assistant["role"] == "assistant" and assistant["text"].strip("… ")
+    assert seen["played"] > 8000  # at least half a second of the reply played in the page
+    assert "voice-to-voice" in latency and latency.endswith(" ms")
+    assert 0 < seen["latencies"][0] < 10000
+    assert (ARTIFACTS / "web-turn.png").stat().st_size > 1000
+
+
+def test_speaking_over_the_reply_stops_it_in_the_page(
+    voice_server: VoiceServer, tmp_path: Path, playwright_ready: None
+) -> None:
+    from playwright.async_api import async_playwright
+
+    # A long reply, then "stop" while it plays.
+    mic = mic_file(
+        tmp_path, "barge", [("ljspeech_LJ001-0008", 1.0), ("speechcommands_stop_6a27a9bf", 3.0)]
+    )
+
+    async def main() -> tuple[dict[str, Any], int]:
+        async with async_playwright() as pw:
+            browser, page = await open_page(pw, mic, voice_server.url)
+            seen = await wait_until(page, lambda s: s["stops"] > 0, 60, "a barge-in")
+            seen = await wait_until(
+                page, lambda s: any(t["meta"] == "interrupted" for t in s["turns"]), 20, "interrupt"
+            )
+            await asyncio.sleep(0.5)
+            played = (await state(page))["played"]
+            await asyncio.sleep(1.0)
+            after = (await state(page))["played"]
+            await page.screenshot(path=str(ARTIFACTS / "web-barge-in.png"))
+            await browser.close()
+            return seen, after - played
+
+    seen, played_since = run(main())
+    replies = [t for t in seen["turns"] if t["role"] == "assistant"]
+    assert replies and replies[0]["meta"] == "interrupted"
+    assert played_since == 0  # nothing of the interrupted reply plays on
+
+
+def test_two_browsers_at_once_get_their_own_answers(
+    voice_server: VoiceServer, tmp_path: Path, playwright_ready: None
+) -> None:
+    from playwright.async_api import async_playwright
+
+    voice_server.wait_idle()
+    mics = {
+        "glad": mic_file(tmp_path, "a", [("cmu_arctic_axb_a0004", 1.0)]),
+        "shook hands": mic_file(tmp_path, "b", [("cmu_arctic_aew_a0003", 1.0)]),
+    }
+
+    async def one(pw: Any, mic: Path) -> dict[str, Any]:
+        browser, page = await open_page(pw, mic, voice_server.url)
+        try:
+            return await wait_until(page, lambda s: s["latencies"], 90, "an answer")
+        finally:
+            await browser.close()
+
+    async def main() -> list[dict[str, Any]]:
+        async with async_playwright() as pw:
+            return list(await asyncio.gather(*(one(pw, mic) for mic in mics.values())))
+
+    for words, seen in zip(mics, run(main()), strict=True):
+        user = [t["text"].lower() for t in seen["turns"] if t["role"] == "user"]
+        assert user and words in user[0]
+        assert seen["played"] > 0

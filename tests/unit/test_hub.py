@@ -1,0 +1,122 @@
+"""The shared engine thread's schedule across sessions (fake sessions and engines)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from voice.config import Settings
+from voice.conversation.actions import AsrJob, Job, LlmStep
+from voice.listen.listener import TranscribeRequest
+from voice.serve.hub import EngineHub, HubSession, ServerFull
+
+
+def asr(uid: int, final: bool = False) -> AsrJob:
+    request = TranscribeRequest(
+        request_id=uid, utterance_id=uid, audio=np.zeros(160, np.float32), context="",
+        with_timestamps=False, end_sample=160, final=final,
+    )  # fmt: skip
+    return AsrJob(request)
+
+
+class FakeSession:
+    """Hands out a fixed list of jobs, then nothing."""
+
+    def __init__(self, jobs: list[Job]) -> None:
+        self.jobs = list(jobs)
+        self.results: list[Job] = []
+
+    def next_job(self) -> Job | None:
+        return self.jobs.pop(0) if self.jobs else None
+
+    def on_result(self, job: Job, result: object) -> None:
+        self.results.append(job)
+
+    def on_job_failed(self, job: Job, error: BaseException) -> None:
+        raise AssertionError(error)
+
+
+class FakeLane:
+    def __init__(self, name: str, log: list[str], gate: threading.Event | None = None) -> None:
+        self.name, self.log, self.gate, self.closed = name, log, gate, False
+
+    def run(self, job: Job) -> object:
+        if self.gate is not None:
+            self.gate.wait(5)
+        kind = "asr" if isinstance(job, AsrJob) else "llm"
+        self.log.append(f"{self.name}:{kind}")
+        return None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def attach(hub: EngineHub, name: str, jobs: list[Job], log: list[str], **kw: Any) -> HubSession:
+    session = FakeSession(jobs)
+    return hub.attach(HubSession(session, FakeLane(name, log, **kw), None, lambda: None))  # type: ignore[arg-type]
+
+
+def hub_for_tests(max_sessions: int = 4) -> EngineHub:
+    settings = Settings()
+    settings.llm.backend = "http"  # no contexts to pool: nothing is loaded
+    return EngineHub(settings, engines=None, max_sessions=max_sessions)  # type: ignore[arg-type]
+
+
+def run_until(log: list[str], count: int) -> None:
+    deadline = time.monotonic() + 5
+    while len(log) < count and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def test_recognition_goes_before_another_sessions_reply() -> None:
+    log: list[str] = []
+    hub = hub_for_tests()
+    gate = threading.Event()
+    attach(hub, "talker", [LlmStep(1, [])] * 5, log, gate=gate)
+    with hub:
+        time.sleep(0.05)  # the talker's first step is running (held at the gate)
+        attach(hub, "listener", [asr(1), asr(2), asr(3, final=True)], log, gate=gate)
+        gate.set()
+        run_until(log, 8)
+    assert log[0] == "talker:llm"  # already running: one step is the most anyone waits
+    assert log[1:4] == ["listener:asr"] * 3
+    assert log[4:] == ["talker:llm"] * 4
+
+
+def test_sessions_with_the_same_kind_of_work_take_turns() -> None:
+    log: list[str] = []
+    hub = hub_for_tests()
+    gate = threading.Event()
+    attach(hub, "a", [LlmStep(1, [])] * 4, log, gate=gate)
+    attach(hub, "b", [LlmStep(2, [])] * 4, log, gate=gate)
+    with hub:
+        gate.set()
+        run_until(log, 8)
+    assert log == ["a:llm", "b:llm"] * 4
+
+
+def test_a_closed_session_runs_nothing_more_and_its_generation_is_closed() -> None:
+    log: list[str] = []
+    hub = hub_for_tests()
+    gate = threading.Event()
+    gone = attach(hub, "gone", [LlmStep(1, [])] * 50, log, gate=gate)
+    with hub:
+        time.sleep(0.05)
+        hub.close(gone)
+        gate.set()
+        time.sleep(0.1)
+    assert log == ["gone:llm"]  # the step that was running when it closed
+    assert gone.lane.closed  # type: ignore[attr-defined]
+    assert len(hub.cancel_ms) == 1 and hub.stats()["sessions"] == 0
+
+
+def test_sessions_beyond_the_maximum_are_refused() -> None:
+    hub = hub_for_tests(max_sessions=1)
+    attach(hub, "one", [], [])
+    with pytest.raises(ServerFull) as refused:
+        attach(hub, "two", [], [])
+    assert "--max-sessions" in str(refused.value)

@@ -1,0 +1,258 @@
+"""``voice bench serve --clients 1,2,4``: concurrent browser-protocol clients over loopback.
+
+A real ``voice serve`` runs in a subprocess (models loaded once); for each N,
+N clients (:class:`voice.serve.client.VoiceClient`, which behaves like the web
+page) hold corpus conversations at once, streaming their microphones at real
+time and playing the replies at real time. Each conversation has three user
+turns; during the second turn's reply the client speaks over it. Measured as
+the clients feel it, p50/p95:
+
+- voice-to-voice: the moment the last voiced sample of the user's turn was
+  sent to the first reply sample played;
+- barge-in: the onset of speech sent over a playing reply to the moment the
+  client's playback stopped (the server's pause or clear arrived);
+
+plus the server's own per-turn figures (``turn_metrics``), the server
+process's CPU (100% = one core) and peak memory, and the largest N that
+keeps voice-to-voice p95 under 1.5 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.bench.conversation import BENCH_REPLY_TOKENS, SKIP_AS_TURNS
+from voice.bench.corpus import Clip, longest_pause_s, speech_end_s, speech_start_s
+from voice.bench.stats import p50_p95
+from voice.errors import VoiceError
+from voice.serve.client import SentClip, VoiceClient
+
+Float32Array = npt.NDArray[np.float32]
+
+TARGET_P95_MS = 1500.0
+TURNS = 3
+BARGE_TURN = 1  # speak over the reply to this turn (0-based)
+BARGE_DELAY_S = 1.0  # after that reply started playing
+GAP_S = 0.6  # between the end of a reply and the next turn
+WAIT_S = 45.0  # for a reply; a turn without one is counted as unanswered
+LEAD_S = 0.3
+
+
+@dataclass
+class _Turn:
+    audio: Float32Array
+    onset_s: float
+    end_s: float
+
+
+@dataclass
+class _ClientResult:
+    v2v_ms: list[float] = field(default_factory=list)
+    barge_ms: list[float] = field(default_factory=list)
+    server_v2v_ms: list[float] = field(default_factory=list)
+    turns: int = 0
+    answered: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _turn(clip: Clip) -> _Turn:
+    audio = clip.audio(lead_s=LEAD_S)
+    return _Turn(audio, speech_start_s(audio), speech_end_s(audio))
+
+
+def plan(clips: list[Clip]) -> tuple[list[_Turn], list[_Turn]]:
+    """User turns (short, without long inner pauses: questions and commands) and
+    the clips spoken over replies."""
+    speech = [c for c in clips if c.kind == "speech" and c.text]
+    usable = [c for c in speech if not c.name.startswith(SKIP_AS_TURNS) and c.seconds < 6]
+    turns = [t for t in map(_turn, usable) if longest_pause_s(t.audio) < 0.4]
+    barges = [_turn(c) for c in speech if c.name.startswith("speechcommands_stop")]
+    if not turns or not barges:
+        raise VoiceError(
+            "the corpus has no short user turns or no 'stop' clips for the serve benchmark.",
+            "Use the bundled tests/corpus, or one laid out like it.",
+            code="corpus_not_found",
+        )
+    return turns, barges
+
+
+async def _converse(url: str, turns: list[_Turn], barge: _Turn, seed: int) -> _ClientResult:
+    result = _ClientResult()
+    await asyncio.sleep(random.Random(seed).uniform(0.0, 1.0))  # people do not start in step
+    async with VoiceClient(url) as client:
+        for index, turn in enumerate(turns):
+            result.turns += 1
+            sent = client.say(turn.audio, turn.onset_s, turn.end_s)
+            try:
+                if index == BARGE_TURN:
+                    result.barge_ms += await _speak_over_reply(client, sent, barge)
+                else:
+                    await _reply_ends(client, client.message_count("reply_end"))
+                result.answered += 1
+            except (TimeoutError, ConnectionError) as exc:
+                result.errors.append(str(exc))
+            # The reply to this turn: the first one played after the speech ended.
+            end = sent.speech_end_t
+            firsts = [
+                r.first_played_t
+                for r in client.replies.values()
+                if end is not None and r.first_played_t is not None and r.first_played_t > end
+            ]
+            if firsts and end is not None:
+                result.v2v_ms.append((min(firsts) - end) * 1000.0)
+            await asyncio.sleep(GAP_S)
+        result.server_v2v_ms = [
+            float(m["voice_to_voice_ms"])
+            for m in client.of_type("turn_metrics")
+            if m.get("voice_to_voice_ms") is not None
+        ]
+        result.errors += [m["code"] for m in client.of_type("error")]
+    return result
+
+
+async def _reply_ends(client: VoiceClient, ended_before: int) -> None:
+    await client.wait_for(
+        lambda: client.message_count("reply_end") > ended_before, WAIT_S, "the reply's end"
+    )
+
+
+async def _speak_over_reply(client: VoiceClient, sent: SentClip, barge: _Turn) -> list[float]:
+    """Say ``barge`` a second into the reply to ``sent``; the barge-in reaction(s) seen."""
+    ended_before = client.message_count("reply_end")
+
+    def answered() -> bool:
+        end = sent.speech_end_t
+        return end is not None and any(
+            r.first_played_t is not None and r.first_played_t > end for r in client.replies.values()
+        )
+
+    await client.wait_for(answered, WAIT_S, "reply audio")
+    await asyncio.sleep(BARGE_DELAY_S)
+    playing = [
+        rid for rid, r in client.replies.items()
+        if r.first_played_t and r.stopped_t is None and r.played < r.received
+    ]  # fmt: skip
+    over = client.say(barge.audio, barge.onset_s, barge.end_s)
+    await _reply_ends(client, ended_before)
+    reactions = []
+    for rid in playing:
+        stop = client.replies[rid].stopped_t
+        if stop is not None and over.onset_t is not None and stop > over.onset_t:
+            reactions.append((stop - over.onset_t) * 1000.0)
+    return reactions
+
+
+class _ServerProcess:
+    def __init__(self, max_sessions: int, config: str | None) -> None:
+        import psutil
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        env = {**os.environ, "VOICE_LLM_MAX_REPLY_TOKENS": str(BENCH_REPLY_TOKENS)}
+        if config:
+            env["VOICE_CONFIG"] = str(Path(config).resolve())
+        cmd = [sys.executable, "-m", "voice.cli", "serve", "--port", str(self.port),
+               "--max-sessions", str(max_sessions)]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+        self.ps = psutil.Process(self.proc.pid)
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1):
+                    break
+            except OSError as exc:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise VoiceError("voice serve did not start.", code="server_failed") from exc
+                time.sleep(0.2)
+        self.peak_rss = 0
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.25):
+            try:
+                self.peak_rss = max(self.peak_rss, self.ps.memory_info().rss)
+            except Exception:
+                return
+
+    def cpu_s(self) -> float:
+        times = self.ps.cpu_times()
+        return float(times.user + times.system)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def bench_serve(clips: list[Clip], clients: list[int], config: str | None = None) -> dict[str, Any]:
+    turns, barges = plan(clips)
+    server = _ServerProcess(max(clients), config)
+    per_n: dict[str, Any] = {}
+    try:
+        for n in clients:
+            cpu0, wall0 = server.cpu_s(), time.perf_counter()
+            server.peak_rss = 0
+
+            async def everyone(n: int = n) -> list[_ClientResult]:
+                jobs = []
+                for k in range(n):
+                    mine = [turns[(k * TURNS + j) % len(turns)] for j in range(TURNS)]
+                    jobs.append(_converse(server.url, mine, barges[k % len(barges)], seed=k))
+                return list(await asyncio.gather(*jobs))
+
+            results = asyncio.run(everyone())
+            wall = time.perf_counter() - wall0
+            v2v = [ms for r in results for ms in r.v2v_ms]
+            per_n[str(n)] = {
+                "clients": n,
+                "turns": sum(r.turns for r in results),
+                "answered": sum(r.answered for r in results),
+                "voice_to_voice_ms": p50_p95(v2v),
+                "barge_in_ms": p50_p95([ms for r in results for ms in r.barge_ms]),
+                "barge_ins_measured": sum(len(r.barge_ms) for r in results),
+                "server_voice_to_voice_ms": p50_p95(
+                    [ms for r in results for ms in r.server_v2v_ms]
+                ),
+                "server_cpu_percent": round(100.0 * (server.cpu_s() - cpu0) / wall, 1),
+                "server_peak_rss_mb": round(server.peak_rss / 2**20, 1),
+                "wall_s": round(wall, 1),
+                "errors": sorted({e for r in results for e in r.errors}),
+            }
+    finally:
+        server.stop()
+    under = [
+        int(n) for n, row in per_n.items()
+        if row["voice_to_voice_ms"]["p95"] is not None
+        and row["voice_to_voice_ms"]["p95"] <= TARGET_P95_MS
+        and row["answered"] == row["turns"]
+    ]  # fmt: skip
+    return {
+        "per_clients": per_n,
+        "largest_n_with_p95_under_1500_ms": max(under) if under else 0,
+        "reply_tokens": BENCH_REPLY_TOKENS,
+        "cpu_cores": os.cpu_count(),
+    }

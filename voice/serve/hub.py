@@ -1,0 +1,277 @@
+"""Many sessions on one set of engines: one engine thread, a fair schedule.
+
+Two cores run one heavy pass at a time well and several badly (see
+:mod:`voice.conversation.engines`), so every session's jobs go through one
+engine thread. Each session offers its most urgent job; the hub runs the most
+urgent kind of job across all sessions (cancellations, then final recognition,
+then partial recognition, then speech synthesis, then one LLM token, then
+spare-time pre-fill), and among jobs of the same kind the session served
+least recently. So one session's long reply advances a token at a time
+between other sessions' recognition passes and never starves them.
+
+Whisper and Piper are shared outright. The LLM keeps per-conversation state
+(its KV cache), so each session borrows its own llama.cpp context from a
+pool; the weights are memory-mapped from one file, so the contexts share
+them (the model is in memory once) and each adds only its cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from voice.config import Settings
+from voice.conversation.actions import (
+    AsrJob,
+    EotJob,
+    Job,
+    LlmClose,
+    LlmStep,
+    PrefillJob,
+    TtsJob,
+)
+from voice.conversation.engines import EngineLane, Engines
+from voice.conversation.runtime import deliver, run_job
+from voice.conversation.session import Output, Session
+from voice.conversation.setup import build_session
+from voice.errors import VoiceError
+from voice.think.backend import LlmBackend, make_backend
+
+log = logging.getLogger(__name__)
+
+
+class ServerFull(VoiceError):
+    code = "server_full"
+
+
+def job_rank(job: Job) -> int:
+    """Lower runs first, across sessions."""
+    if isinstance(job, LlmClose):
+        return 0
+    if isinstance(job, AsrJob):
+        return 1 if job.request.final else 2
+    if isinstance(job, TtsJob):
+        return 3
+    if isinstance(job, EotJob):
+        return 4
+    if isinstance(job, LlmStep):
+        return 5
+    if isinstance(job, PrefillJob):
+        return 6
+    raise TypeError(f"unknown job {job!r}")
+
+
+@dataclass
+class HubSession:
+    """One conversation on the hub. Call its methods from any thread."""
+
+    session: Session
+    lane: EngineLane
+    context: LlmBackend | None
+    wake: Callable[[], None]  # called (from the engine thread) when there is output
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    pending: Job | None = None
+    served: int = 0
+    closed_at: float | None = None
+    jobs_run: int = 0
+    llm_steps: int = 0
+    last_job_end: float = 0.0
+
+    def feed(self, frame: object) -> None:
+        with self.lock:
+            self.session.feed(frame)  # type: ignore[arg-type]
+
+    def on_played(self, reply_id: int, samples: int) -> None:
+        with self.lock:
+            self.session.on_played(reply_id, samples)
+
+    def take(self) -> list[Output]:
+        with self.lock:
+            return self.session.take()
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_at is not None
+
+
+class EngineHub:
+    """Owns the engine thread; ``open()`` a session per conversation, ``close()`` it after."""
+
+    def __init__(self, settings: Settings, engines: Engines, max_sessions: int = 4) -> None:
+        self.settings = settings
+        self.engines = engines
+        self.max_sessions = max_sessions
+        self._lock = threading.Lock()
+        self._sessions: list[HubSession] = []
+        self._closing: list[HubSession] = []
+        self._contexts: list[LlmBackend] = []
+        self._own_contexts = settings.llm.backend == "embedded"
+        if self._own_contexts:
+            self._contexts.append(engines.llm)
+        self._served = itertools.count(1)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="engine-hub", daemon=True)
+        self.cancel_ms: list[float] = []  # per closed session: close to its last job's end
+        self.compute_ms = 0.0
+        self.jobs_run = 0
+        self.llm_steps = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> EngineHub:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join()
+        for hub_session in self._sessions + self._closing:
+            hub_session.lane.close()
+
+    def __enter__(self) -> EngineHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def session_count(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def stats(self) -> dict[str, object]:
+        """Live figures for health checks and benchmarks."""
+        with self._lock:
+            return {
+                "sessions": len(self._sessions),
+                "max_sessions": self.max_sessions,
+                "jobs_run": self.jobs_run,
+                "llm_steps": self.llm_steps,
+                "compute_s": round(self.compute_ms / 1000.0, 2),
+                "cancel_ms": [round(ms, 1) for ms in self.cancel_ms[-20:]],
+            }
+
+    def preload_contexts(self, count: int) -> None:
+        """Create LLM contexts ahead of the first sessions (each takes a fraction of a second)."""
+        if not self._own_contexts:
+            return
+        while len(self._contexts) < count:
+            self._contexts.append(self._new_context())
+
+    def _new_context(self) -> LlmBackend:
+        threads = self.settings.conversation.lane_threads
+        config = dataclasses.replace(self.settings.llm, threads=threads, threads_batch=threads)
+        return make_backend(config)
+
+    def open(self, wake: Callable[[], None]) -> HubSession:
+        """A new session, or :class:`ServerFull`. May load an LLM context (blocking)."""
+        with self._lock:
+            self._check_room()
+            context = self._contexts.pop() if self._own_contexts and self._contexts else None
+        if self._own_contexts and context is None:
+            context = self._new_context()
+        engines = (
+            self.engines if context is None else dataclasses.replace(self.engines, llm=context)
+        )
+        session = build_session(self.settings, engines)
+        try:
+            return self.attach(HubSession(session, EngineLane(engines), context, wake))
+        except ServerFull:
+            if context is not None:
+                with self._lock:
+                    self._contexts.append(context)
+            raise
+
+    def attach(self, hub_session: HubSession) -> HubSession:
+        """Schedule a session built elsewhere (tests, embedders with their own sessions)."""
+        with self._lock:
+            self._check_room()
+            self._sessions.append(hub_session)
+        self._wake.set()
+        return hub_session
+
+    def _check_room(self) -> None:
+        if len(self._sessions) >= self.max_sessions:
+            raise ServerFull(
+                f"the server already has its maximum of {self.max_sessions} sessions.",
+                "Try again later, or start the server with a larger --max-sessions.",
+            )
+
+    def close(self, hub_session: HubSession) -> None:
+        """Stop everything the session was doing; its running job (one step) is the last."""
+        with self._lock:
+            if hub_session.closed or hub_session not in self._sessions:
+                return
+            hub_session.closed_at = time.perf_counter()
+            self._sessions.remove(hub_session)
+            self._closing.append(hub_session)
+        self._wake.set()
+
+    def poke(self) -> None:
+        """New input may have made work."""
+        self._wake.set()
+
+    # -- the engine thread ---------------------------------------------------------------
+
+    def _finish_closed(self) -> None:
+        with self._lock:
+            closing, self._closing = self._closing, []
+        for hub_session in closing:
+            with hub_session.lock:
+                hub_session.lane.close()  # stops an open generation; frees the context
+                end = max(hub_session.last_job_end, hub_session.closed_at or 0.0)
+                self.cancel_ms.append((end - (hub_session.closed_at or end)) * 1000.0)
+            if hub_session.context is not None:
+                with self._lock:
+                    self._contexts.append(hub_session.context)
+
+    def _pick(self) -> HubSession | None:
+        with self._lock:
+            sessions = list(self._sessions)
+        best: HubSession | None = None
+        best_key: tuple[int, int] | None = None
+        for hub_session in sessions:
+            with hub_session.lock:
+                if hub_session.closed:
+                    continue
+                if hub_session.pending is None:
+                    hub_session.pending = hub_session.session.next_job()
+                job = hub_session.pending
+            if job is None:
+                continue
+            key = (job_rank(job), hub_session.served)
+            if best_key is None or key < best_key:
+                best, best_key = hub_session, key
+        return best
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            self._finish_closed()
+            hub_session = self._pick()
+            if hub_session is None:
+                self._wake.wait(0.02)
+                self._wake.clear()
+                continue
+            job = hub_session.pending
+            assert job is not None
+            result, error, ms = run_job(hub_session.lane, job)
+            self.compute_ms += ms
+            self.jobs_run += 1
+            self.llm_steps += isinstance(job, LlmStep)
+            with hub_session.lock:
+                hub_session.pending = None
+                hub_session.served = next(self._served)
+                hub_session.jobs_run += 1
+                hub_session.llm_steps += isinstance(job, LlmStep)
+                hub_session.last_job_end = time.perf_counter()
+                if not hub_session.closed:
+                    deliver(hub_session.session, job, result, error)
+            if not hub_session.closed:
+                hub_session.wake()

@@ -1,0 +1,191 @@
+"""The browser protocol, version 1: what may cross the WebSocket, and how to read it.
+
+Pure functions, no I/O, so every malformed input can be tested without a
+socket (``web/PROTOCOL.md`` is the reference for client authors).
+
+- Text messages are JSON objects with a ``type``. The client sends ``hello``
+  (first) and ``played``; the server sends ``ready``, the conversation core's
+  events (same names and fields as :mod:`voice.events`), ``pause``,
+  ``resume``, ``clear`` and ``error``.
+- Binary messages carry PCM16 little-endian mono audio at the negotiated rate.
+  Uplink frames are bare samples. Downlink frames start with a header of two
+  little-endian uint32: the reply id and the frame's first sample within that
+  reply, so a client can drop audio of a reply it was told to clear.
+
+A mistake in one message is answered with an ``error`` and the session goes
+on; :class:`ProtocolViolation` (a wrong protocol version, a flood of errors)
+closes only that connection, with a standard close code.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.errors import VoiceError
+
+PROTOCOL_VERSION = 1
+FORMAT = "pcm16"
+MIN_RATE = 8000
+MAX_RATE = 48000
+FRAME_MS = 20  # what clients should send; anything up to MAX_FRAME_MS is accepted
+MAX_FRAME_MS = 200
+MAX_TEXT_BYTES = 4096  # no client message needs more
+MAX_MESSAGE_BYTES = 65536  # the WebSocket layer closes anything bigger (1009)
+DOWNLINK_HEADER = struct.Struct("<II")
+
+# Close codes (RFC 6455): only the connection at fault is closed.
+CLOSE_PROTOCOL_ERROR = 1002  # unsupported protocol version
+CLOSE_POLICY = 1008  # too many errors in a row, or no hello in time
+CLOSE_TRY_AGAIN = 1013  # the server has its maximum number of sessions
+CLOSE_GOING_AWAY = 1001  # the server is shutting down
+
+Int16Array = npt.NDArray[np.int16]
+Float32Array = npt.NDArray[np.float32]
+
+
+class ProtocolError(VoiceError):
+    """One bad message: answered with an ``error`` message; the session goes on."""
+
+    code = "bad_message"
+
+
+class ProtocolViolation(VoiceError):
+    """The connection cannot go on: it is closed with ``close_code``."""
+
+    def __init__(self, message: str, hint: str = "", *, code: str, close_code: int) -> None:
+        super().__init__(message, hint, code=code)
+        self.close_code = close_code
+
+
+@dataclass(frozen=True)
+class Hello:
+    sample_rate: int
+
+
+@dataclass(frozen=True)
+class Played:
+    """The client has played ``samples`` (at its rate) of reply ``reply_id`` in total."""
+
+    reply_id: int
+    samples: int
+
+
+ClientMessage = Hello | Played
+
+
+def _int_field(data: dict[str, Any], name: str, low: int, high: int) -> int:
+    value = data.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProtocolError(
+            f"'{data.get('type')}' needs an integer '{name}'.",
+            f'Send e.g. {{"type": "{data.get("type")}", "{name}": {low}, ...}}.',
+            code="bad_field",
+        )
+    if not low <= value <= high:
+        raise ProtocolError(
+            f"'{name}' = {value} is out of range.",
+            f"Use a value from {low} to {high}.",
+            code="unsupported_rate" if name == "sample_rate" else "bad_field",
+        )
+    return value
+
+
+def parse_text(raw: str | bytes) -> ClientMessage:
+    """Decode one client text message, or raise :class:`ProtocolError` saying what is wrong."""
+    if len(raw) > MAX_TEXT_BYTES:
+        raise ProtocolError(
+            f"text message of {len(raw)} bytes is too long.",
+            f"Keep JSON messages under {MAX_TEXT_BYTES} bytes.",
+            code="message_too_large",
+        )
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(
+            f"text message is not JSON ({exc}).",
+            'Send a JSON object such as {"type": "played", "reply_id": 1, "samples": 320}.',
+            code="bad_json",
+        ) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise ProtocolError(
+            "a message must be a JSON object with a string 'type'.",
+            "Known types: hello, played.",
+            code="bad_message",
+        )
+    kind = data["type"]
+    if kind == "hello":
+        version = data.get("protocol", PROTOCOL_VERSION)
+        if version != PROTOCOL_VERSION:
+            raise ProtocolViolation(
+                f"protocol version {version!r} is not supported.",
+                f"This server speaks version {PROTOCOL_VERSION}; update the client.",
+                code="unsupported_protocol",
+                close_code=CLOSE_PROTOCOL_ERROR,
+            )
+        fmt = data.get("format", FORMAT)
+        if fmt != FORMAT:
+            raise ProtocolError(
+                f"audio format {fmt!r} is not supported.",
+                f"Send '{FORMAT}' (16-bit little-endian mono).",
+                code="unsupported_format",
+            )
+        return Hello(_int_field(data, "sample_rate", MIN_RATE, MAX_RATE))
+    if kind == "played":
+        return Played(
+            _int_field(data, "reply_id", 0, 2**31 - 1), _int_field(data, "samples", 0, 2**31 - 1)
+        )
+    raise ProtocolError(
+        f"unknown message type {kind!r}.", "Known types: hello, played.", code="unknown_type"
+    )
+
+
+def parse_audio(raw: bytes, sample_rate: int) -> Float32Array:
+    """PCM16 little-endian mono bytes as float samples in [-1, 1)."""
+    if len(raw) % 2:
+        raise ProtocolError(
+            f"audio frame of {len(raw)} bytes is not whole 16-bit samples.",
+            "Send PCM16 mono: an even number of bytes.",
+            code="odd_length",
+        )
+    limit = sample_rate * MAX_FRAME_MS // 1000
+    if len(raw) // 2 > limit:
+        raise ProtocolError(
+            f"audio frame of {len(raw) // 2} samples is longer than {MAX_FRAME_MS} ms.",
+            f"Send {FRAME_MS} ms frames ({sample_rate * FRAME_MS // 1000} samples).",
+            code="frame_too_large",
+        )
+    samples = np.frombuffer(raw, dtype="<i2")
+    return (samples.astype(np.float32) / 32768.0).astype(np.float32)
+
+
+def to_pcm16(audio: Float32Array) -> bytes:
+    clipped = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 32767.0 / 32768.0)
+    return (clipped * 32768.0).astype("<i2").tobytes()
+
+
+def downlink_frame(reply_id: int, offset: int, audio: Float32Array) -> bytes:
+    """One server audio frame: header (reply id, first sample's offset) and PCM16."""
+    return DOWNLINK_HEADER.pack(reply_id, offset) + to_pcm16(audio)
+
+
+def parse_downlink(raw: bytes) -> tuple[int, int, Float32Array]:
+    """(reply id, offset, samples) of a server audio frame (for Python clients)."""
+    if len(raw) < DOWNLINK_HEADER.size or (len(raw) - DOWNLINK_HEADER.size) % 2:
+        raise ProtocolError(f"downlink frame of {len(raw)} bytes is malformed.", code="bad_frame")
+    reply_id, offset = DOWNLINK_HEADER.unpack_from(raw)
+    samples = np.frombuffer(raw, dtype="<i2", offset=DOWNLINK_HEADER.size)
+    return reply_id, offset, (samples.astype(np.float32) / 32768.0).astype(np.float32)
+
+
+def message(kind: str, **fields: Any) -> str:
+    return json.dumps({"type": kind, **fields})
+
+
+def error_message(error: VoiceError) -> str:
+    return message("error", code=error.code, message=str(error))

@@ -1,0 +1,314 @@
+"""``voice serve``: the static web client and the WebSocket endpoint on one port.
+
+Each connection gets its own session on the shared :class:`EngineHub`. The
+connection is a thin shell: it turns binary frames into 16 kHz audio for the
+session, the session's events into JSON, its ``Play`` actions into paced
+downlink frames, and the client's ``played`` reports into playback positions
+(so history keeps only what the user heard). A bad message gets an ``error``
+and the session goes on; only a protocol violation closes the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import mimetypes
+import time
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from voice.audio.format import SAMPLE_RATE
+from voice.audio.resample import Resampler, resample
+from voice.conversation.actions import Clear, Pause, Play, Resume
+from voice.errors import VoiceError
+from voice.events import Event
+from voice.serve.hub import EngineHub, HubSession, ServerFull
+from voice.serve.pacing import Pacer
+from voice.serve.protocol import (
+    CLOSE_POLICY,
+    CLOSE_TRY_AGAIN,
+    FORMAT,
+    FRAME_MS,
+    MAX_MESSAGE_BYTES,
+    PROTOCOL_VERSION,
+    Hello,
+    Played,
+    ProtocolError,
+    ProtocolViolation,
+    downlink_frame,
+    error_message,
+    message,
+    parse_audio,
+    parse_text,
+)
+
+log = logging.getLogger(__name__)
+
+WEB_DIR = Path(__file__).resolve().parents[2] / "web"
+WS_PATH = "/ws"
+HELLO_TIMEOUT_S = 10.0
+MAX_ERRORS_IN_A_ROW = 50  # then the client is broken, not unlucky: close it
+
+
+@dataclass
+class ServeConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    max_sessions: int = 4
+    lead_ms: float = 200.0
+    web_dir: Path = WEB_DIR
+
+
+# -- static files ----------------------------------------------------------------------
+
+_TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".html": "text/html"}
+
+
+def static_response(web_dir: Path, path: str) -> Response:
+    """The file under ``web_dir`` for a GET of ``path`` (``/`` is index.html), or 404."""
+    relative = path.split("?", 1)[0].lstrip("/") or "index.html"
+    root = web_dir.resolve()
+    target = (root / relative).resolve()
+    if root not in target.parents or not target.is_file():
+        return _response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+    kind = _TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0] or "text/plain"
+    return _response(HTTPStatus.OK, target.read_bytes(), kind)
+
+
+def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
+    headers = Headers()
+    headers["Content-Type"] = (
+        f"{content_type}; charset=utf-8" if content_type.startswith("text/") else content_type
+    )
+    headers["Content-Length"] = str(len(body))
+    headers["Cache-Control"] = "no-cache"
+    return Response(status.value, status.phrase, headers, body)
+
+
+# -- one connection ---------------------------------------------------------------------
+
+
+class Connection:
+    def __init__(self, ws: ServerConnection, hub: EngineHub, config: ServeConfig) -> None:
+        self.ws = ws
+        self.hub = hub
+        self.config = config
+        self.loop = asyncio.get_running_loop()
+        self.wake = asyncio.Event()
+        self.rate = SAMPLE_RATE
+        self.errors_in_a_row = 0
+        self.hub_session: HubSession | None = None
+        self.pacer: Pacer | None = None
+        self.uplink: Resampler | None = None
+        self._queued16: dict[int, int] = {}  # reply id -> 16 kHz samples handed to the pacer
+
+    async def run(self) -> None:
+        try:
+            hello = await asyncio.wait_for(self._await_hello(), HELLO_TIMEOUT_S)
+        except TimeoutError:
+            await self._close(CLOSE_POLICY, "no hello", "hello_timeout", "Send hello first.")
+            return
+        except ProtocolViolation as exc:
+            await self._close(exc.close_code, exc.code, exc.code, str(exc))
+            return
+        if hello is None:
+            return  # gone before the handshake
+        try:
+            self.hub_session = self.hub.open(self._wake_threadsafe)
+        except ServerFull as exc:
+            await self._close(CLOSE_TRY_AGAIN, "server full", exc.code, str(exc))
+            return
+        self.rate = hello.sample_rate
+        self.pacer = Pacer(self.rate, self.config.lead_ms)
+        self.uplink = Resampler(self.rate, SAMPLE_RATE)
+        await self.ws.send(
+            message(
+                "ready",
+                protocol=PROTOCOL_VERSION,
+                sample_rate=self.rate,
+                format=FORMAT,
+                frame_ms=FRAME_MS,
+            )
+        )
+        sender = asyncio.create_task(self._send_loop())
+        try:
+            await self._receive_loop()
+        except ProtocolViolation as exc:
+            await self._close(exc.close_code, exc.code, exc.code, str(exc))
+        finally:
+            self.hub.close(self.hub_session)  # cancels its generation at once
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+
+    def _wake_threadsafe(self) -> None:
+        self.loop.call_soon_threadsafe(self.wake.set)
+
+    async def _close(self, code: int, reason: str, error_code: str, text: str) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(message("error", code=error_code, message=text))
+            await self.ws.close(code, reason)
+
+    async def _await_hello(self) -> Hello | None:
+        async for raw in self.ws:
+            try:
+                if isinstance(raw, bytes):
+                    raise ProtocolError(
+                        "audio arrived before hello.",
+                        f'Send {{"type": "hello", "protocol": {PROTOCOL_VERSION}, '
+                        f'"sample_rate": 16000, "format": "{FORMAT}"}} first.',
+                        code="not_ready",
+                    )
+                parsed = parse_text(raw)
+                if isinstance(parsed, Hello):
+                    return parsed
+                raise ProtocolError("send hello first.", code="not_ready")
+            except ProtocolError as exc:
+                await self._report(exc)
+        return None
+
+    async def _report(self, error: VoiceError) -> None:
+        self.errors_in_a_row += 1
+        if self.errors_in_a_row > MAX_ERRORS_IN_A_ROW:
+            raise ProtocolViolation(
+                f"more than {MAX_ERRORS_IN_A_ROW} bad messages in a row.",
+                "Fix the client; see web/PROTOCOL.md.",
+                code="too_many_errors",
+                close_code=CLOSE_POLICY,
+            )
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(error_message(error))
+
+    async def _receive_loop(self) -> None:
+        assert self.hub_session is not None and self.uplink is not None
+        async for raw in self.ws:
+            try:
+                if isinstance(raw, bytes):
+                    audio = parse_audio(raw, self.rate)
+                    self.hub_session.feed(self.uplink.process(audio))
+                    self.hub.poke()
+                    self.wake.set()
+                else:
+                    parsed = parse_text(raw)
+                    if isinstance(parsed, Played):
+                        self._on_played(parsed)
+                    else:
+                        raise ProtocolError("hello was already received.", code="unexpected")
+                self.errors_in_a_row = 0
+            except ProtocolError as exc:
+                await self._report(exc)
+
+    def _on_played(self, played: Played) -> None:
+        """Client samples (at its rate) -> the session's 16 kHz count of that reply."""
+        assert self.hub_session is not None and self.pacer is not None
+        sent = self.pacer.queued_samples(played.reply_id)
+        queued16 = self._queued16.get(played.reply_id, 0)
+        if sent == 0:
+            return
+        samples = queued16 if played.samples >= sent else round(played.samples * queued16 / sent)
+        self.hub_session.on_played(played.reply_id, samples)
+        self.wake.set()
+
+    async def _send_loop(self) -> None:
+        assert self.hub_session is not None and self.pacer is not None
+        pacer = self.pacer
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), pacer.next_due_in(time.monotonic()))
+            self.wake.clear()
+            now = time.monotonic()
+            for item in self.hub_session.take():
+                if isinstance(item, Event):
+                    await self.ws.send(json.dumps(item.to_dict()))
+                elif isinstance(item, Play):
+                    audio = resample(item.audio, SAMPLE_RATE, self.rate)
+                    rid = item.reply_id
+                    self._queued16[rid] = self._queued16.get(rid, 0) + len(item.audio)
+                    pacer.add(rid, np.asarray(audio, dtype=np.float32))
+                elif isinstance(item, Pause):
+                    pacer.pause(item.reply_id, now)
+                    await self.ws.send(message("pause", reply_id=item.reply_id))
+                elif isinstance(item, Resume):
+                    pacer.resume(item.reply_id, now)
+                    await self.ws.send(message("resume", reply_id=item.reply_id))
+                elif isinstance(item, Clear):
+                    pacer.clear(item.reply_id, now)
+                    await self.ws.send(message("clear", reply_id=item.reply_id))
+            for reply_id, offset, frame in pacer.due(time.monotonic()):
+                await self.ws.send(downlink_frame(reply_id, offset, frame))
+
+
+# -- the server -------------------------------------------------------------------------
+
+
+async def serve_forever(
+    hub: EngineHub, config: ServeConfig, ready: asyncio.Event | None = None
+) -> None:
+    """Serve until cancelled. ``ready`` is set once the port is open."""
+
+    def process_request(connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == WS_PATH:
+            return None  # the WebSocket handshake goes on
+        if path == "/healthz":
+            body = json.dumps({"status": "ok", **hub.stats()}).encode()
+            return _response(HTTPStatus.OK, body, "application/json")
+        return static_response(config.web_dir, path)
+
+    async def handler(ws: ServerConnection) -> None:
+        try:
+            await Connection(ws, hub, config).run()
+        except ConnectionClosed:
+            pass
+        except Exception:  # one connection's bug must not take the server down
+            log.exception("connection failed")
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(message("error", code="internal", message="internal server error"))
+
+    async with serve(
+        handler,
+        config.host,
+        config.port,
+        process_request=process_request,
+        max_size=MAX_MESSAGE_BYTES,
+        compression=None,  # PCM does not compress; deflate would only cost CPU
+    ):
+        if ready is not None:
+            ready.set()
+        await asyncio.Future()  # until cancelled
+
+
+def run_server(settings: Any, config: ServeConfig) -> int:
+    """Load the models once, then serve (blocking) until Ctrl-C."""
+    from voice.conversation.engines import Engines
+
+    started = time.perf_counter()
+    engines = Engines.load(settings)
+    hub = EngineHub(settings, engines, config.max_sessions)
+    hub.preload_contexts(config.max_sessions)
+    shown = "127.0.0.1" if config.host in ("0.0.0.0", "") else config.host
+    print(
+        f"voice serve: models loaded in {time.perf_counter() - started:.1f} s; "
+        f"open http://{shown}:{config.port}/ (Ctrl-C stops)",
+        flush=True,
+    )
+    with hub, contextlib.suppress(KeyboardInterrupt):
+        try:
+            asyncio.run(serve_forever(hub, config))
+        except OSError as exc:  # the port is taken, or the address is not ours
+            raise VoiceError(
+                f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}.",
+                "Pick another port with --port, or stop the program that holds it.",
+                code="address_in_use",
+            ) from exc
+    return 0

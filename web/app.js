@@ -1,0 +1,291 @@
+// The voice web client: microphone up, reply audio down, the conversation on screen.
+// Protocol: web/PROTOCOL.md. No build step; two AudioWorklets do the audio work.
+
+const PROTOCOL = 1;
+const RATE = 16000; // what we ask the server for; the worklets convert from and to the device rate
+const FRAME_MS = 20;
+const MAX_RETRY_S = 10;
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  toggle: $("toggle"),
+  state: $("state"),
+  notice: $("notice"),
+  conversation: $("conversation"),
+  partial: $("partial"),
+  lastLatency: $("last-latency"),
+  summary: $("latency-summary"),
+};
+
+// Everything the page knows; rendered in animation frames. Exposed for tests and curious people.
+const S = {
+  running: false,
+  ready: false,
+  ws: null,
+  ctx: null,
+  stream: null,
+  capture: null,
+  playback: null,
+  state: "idle",
+  partial: "",
+  notice: "",
+  turns: [], // {role, text, meta, el, dirty}
+  replies: new Map(), // reply id -> {turn, chunks, heard, speechEndT, ended}
+  pendingSpeechEndT: null,
+  latencies: [], // voice-to-voice in ms, measured here
+  serverMetrics: [], // turn_metrics events: the server's own view of each turn
+  micT0: null,
+  framesSent: 0,
+  micPeak: 0,
+  playedSamples: 0,
+  stops: 0,
+  retry: 0,
+  dirty: true,
+};
+window.voiceState = S;
+
+function setNotice(text) {
+  S.notice = text;
+  S.dirty = true;
+}
+
+function wsUrl() {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/ws`;
+}
+
+// -- start and stop -------------------------------------------------------------------
+
+async function start() {
+  if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
+    setNotice("This page needs microphone access, which browsers allow only on https:// or http://localhost.");
+    return;
+  }
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({
+      audio: { echoCancellation: true, noiseSuppression: true, autoGainControl: true, channelCount: 1 },
+    });
+  } catch (err) {
+    const denied = err && (err.name === "NotAllowedError" || err.name === "SecurityError");
+    const missing = err && err.name === "NotFoundError";
+    setNotice(
+      denied
+        ? "Microphone access was denied. Allow it for this site in the browser's settings, then press Start again."
+        : missing
+          ? "No microphone was found. Plug one in, then press Start again."
+          : `The microphone could not be opened (${err && err.name}). Close other apps using it and try again.`,
+    );
+    return;
+  }
+  const ctx = new AudioContext({ latencyHint: "interactive" });
+  await ctx.audioWorklet.addModule("capture-worklet.js");
+  await ctx.audioWorklet.addModule("playback-worklet.js");
+  const capture = new AudioWorkletNode(ctx, "capture", {
+    numberOfOutputs: 1,
+    processorOptions: { targetRate: RATE, frameMs: FRAME_MS },
+  });
+  const mute = ctx.createGain();
+  mute.gain.value = 0; // the capture node must be pulled by the graph to run
+  ctx.createMediaStreamSource(stream).connect(capture).connect(mute).connect(ctx.destination);
+  const playback = new AudioWorkletNode(ctx, "playback", {
+    numberOfInputs: 0,
+    outputChannelCount: [1],
+    processorOptions: { sourceRate: RATE },
+  });
+  playback.connect(ctx.destination);
+  capture.port.onmessage = (e) => onMicFrame(e.data);
+  playback.port.onmessage = (e) => onPlayback(e.data);
+  await ctx.resume();
+  Object.assign(S, { running: true, ctx, stream, capture, playback, retry: 0 });
+  setNotice("");
+  connect();
+}
+
+function stop() {
+  S.running = false;
+  S.ready = false;
+  if (S.ws) S.ws.close(1000, "stopped");
+  if (S.stream) S.stream.getTracks().forEach((t) => t.stop());
+  if (S.capture) S.capture.port.postMessage("stop");
+  if (S.ctx) S.ctx.close();
+  Object.assign(S, { ws: null, stream: null, ctx: null, capture: null, playback: null, state: "idle", partial: "" });
+  S.dirty = true;
+}
+
+// -- the socket ---------------------------------------------------------------------------
+
+function connect() {
+  const ws = new WebSocket(wsUrl());
+  ws.binaryType = "arraybuffer";
+  S.ws = ws;
+  ws.onopen = () => {
+    ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL, sample_rate: RATE, format: "pcm16" }));
+  };
+  ws.onmessage = (e) => {
+    if (typeof e.data === "string") onMessage(JSON.parse(e.data));
+    else onAudio(e.data);
+  };
+  ws.onclose = (e) => {
+    if (S.ws !== ws) return;
+    S.ready = false;
+    S.state = "idle";
+    S.dirty = true;
+    if (!S.running) return;
+    const delay = Math.min(MAX_RETRY_S, 0.5 * 2 ** S.retry++);
+    const why = e.code === 1013 ? "The server is busy (all sessions taken)." : "The connection to the server was lost.";
+    setNotice(`${why} Reconnecting in ${delay.toFixed(1)} s…`);
+    setTimeout(() => S.running && S.ws === ws && connect(), delay * 1000);
+  };
+}
+
+function onMessage(msg) {
+  switch (msg.type) {
+    case "ready":
+      S.ready = true;
+      S.retry = 0;
+      S.micT0 = null;
+      S.framesSent = 0;
+      S.playback.port.postMessage({ type: "reset" });
+      setNotice("");
+      break;
+    case "state":
+      S.state = msg.state;
+      break;
+    case "partial":
+      S.partial = `${msg.committed} ${msg.unstable}`.trim();
+      break;
+    case "final":
+      S.partial = "";
+      if (msg.text.trim()) addTurn("user", msg.text.trim());
+      // The end of the user's speech on this page's audio clock: audio time is samples sent.
+      if (S.micT0 !== null) S.pendingSpeechEndT = S.micT0 + msg.end_ms / 1000;
+      break;
+    case "reply_start": {
+      const turn = addTurn("assistant", "");
+      S.replies.set(msg.reply_id, { turn, chunks: [], total: 0, heard: 0, speechEndT: S.pendingSpeechEndT, ended: false });
+      S.pendingSpeechEndT = null;
+      break;
+    }
+    case "audio_chunk": {
+      const reply = S.replies.get(msg.reply_id);
+      if (reply) {
+        reply.chunks.push({ start: reply.total, text: msg.text });
+        reply.total += Math.round((msg.duration_ms * RATE) / 1000);
+      }
+      break;
+    }
+    case "reply_end": {
+      const reply = S.replies.get(msg.reply_id);
+      if (reply) {
+        reply.ended = true;
+        reply.turn.text = msg.interrupted ? `${msg.heard_text} …` : msg.text.trim();
+        if (msg.interrupted) reply.turn.meta = "interrupted";
+        reply.turn.dirty = true;
+      }
+      break;
+    }
+    case "pause":
+    case "resume":
+    case "clear":
+      S.playback.port.postMessage({ type: msg.type, id: msg.reply_id });
+      if (msg.type !== "resume") S.stops++;
+      break;
+    case "turn_metrics":
+      S.serverMetrics.push(msg);
+      break;
+    case "error":
+      if (msg.code !== "bad_message") setNotice(`Server: ${msg.message}`);
+      break;
+    default:
+      break; // speculation, metrics and other events are not shown
+  }
+  S.dirty = true;
+}
+
+function onAudio(buffer) {
+  const view = new DataView(buffer);
+  const id = view.getUint32(0, true);
+  const pcm = new Int16Array(buffer, 8);
+  const samples = new Float32Array(pcm.length);
+  for (let i = 0; i < pcm.length; i++) samples[i] = pcm[i] / 32768;
+  S.playback.port.postMessage({ type: "audio", id, samples }, [samples.buffer]);
+}
+
+function onMicFrame({ pcm, rms, t }) {
+  S.micPeak = Math.max(S.micPeak, rms);
+  const ws = S.ws;
+  if (!S.ready || !ws || ws.readyState !== WebSocket.OPEN) return;
+  if (S.micT0 === null) S.micT0 = t + 128 / S.ctx.sampleRate - FRAME_MS / 1000;
+  ws.send(pcm);
+  S.framesSent++;
+}
+
+function onPlayback(msg) {
+  const reply = S.replies.get(msg.id);
+  if (msg.type === "start" && reply) {
+    const playedT = msg.t + (S.ctx.outputLatency || 0);
+    if (reply.speechEndT !== null) {
+      S.latencies.push(Math.round((playedT - reply.speechEndT) * 1000));
+      reply.turn.meta = `${S.latencies.at(-1)} ms`;
+      reply.turn.dirty = true;
+    }
+  } else if (msg.type === "played") {
+    if (S.ws && S.ready) S.ws.send(JSON.stringify({ type: "played", reply_id: msg.id, samples: msg.samples }));
+    if (reply) {
+      S.playedSamples += Math.max(0, msg.samples - reply.heard);
+      reply.heard = msg.samples;
+      const spoken = reply.chunks.filter((c) => c.start < msg.samples).map((c) => c.text);
+      if (!reply.ended) {
+        reply.turn.text = spoken.join(" ");
+        reply.turn.dirty = true;
+      }
+    }
+  }
+  S.dirty = true;
+}
+
+// -- rendering (animation frames only) --------------------------------------------------
+
+function addTurn(role, text) {
+  const turn = { role, text, meta: "", el: null, dirty: true };
+  S.turns.push(turn);
+  return turn;
+}
+
+function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+function render() {
+  requestAnimationFrame(render);
+  if (!S.dirty) return;
+  S.dirty = false;
+  ui.state.textContent = S.state.replace("_", " ");
+  ui.state.className = `state ${S.state}`;
+  ui.notice.hidden = !S.notice;
+  ui.notice.textContent = S.notice;
+  ui.partial.textContent = S.partial;
+  ui.toggle.textContent = S.running ? "Stop" : "Start";
+  ui.toggle.classList.toggle("running", S.running);
+  for (const turn of S.turns) {
+    if (!turn.dirty) continue;
+    turn.dirty = false;
+    if (!turn.el) {
+      turn.el = document.createElement("div");
+      turn.el.className = `turn ${turn.role}`;
+      turn.el.innerHTML = '<span class="bubble"><span class="text"></span><span class="meta"></span></span>';
+      ui.conversation.appendChild(turn.el);
+      turn.el.scrollIntoView({ block: "end" });
+    }
+    turn.el.querySelector(".text").textContent = turn.text || "…";
+    turn.el.querySelector(".meta").textContent = turn.meta;
+  }
+  const n = S.latencies.length;
+  ui.lastLatency.textContent = n ? `voice-to-voice ${S.latencies[n - 1]} ms` : "–";
+  ui.summary.textContent = n > 1 ? `p50 ${percentile(S.latencies, 50)} ms · p95 ${percentile(S.latencies, 95)} ms (${n} turns)` : "";
+}
+
+ui.toggle.addEventListener("click", () => (S.running ? stop() : start()));
+requestAnimationFrame(render);
