@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from voice.config import Settings
-from voice.conversation.actions import AsrJob, Job, LlmStep
+from voice.conversation.actions import AsrJob, Job, LlmStep, PrefillJob
 from voice.listen.listener import TranscribeRequest
 from voice.serve.hub import EngineHub, HubSession, ServerFull
 
 
-def asr(uid: int, final: bool = False) -> AsrJob:
+def asr(uid: int, live: bool = True) -> AsrJob:
     request = TranscribeRequest(
         request_id=uid, utterance_id=uid, audio=np.zeros(160, np.float32), context="",
-        with_timestamps=False, end_sample=160, final=final,
+        with_timestamps=False, end_sample=160, final=not live, live=live,
     )  # fmt: skip
     return AsrJob(request)
 
@@ -26,15 +26,20 @@ def asr(uid: int, final: bool = False) -> AsrJob:
 class FakeSession:
     """Hands out a fixed list of jobs, then nothing."""
 
-    def __init__(self, jobs: list[Job]) -> None:
+    def __init__(self, jobs: list[Job], audio_ahead_ms: float = 0.0) -> None:
         self.jobs = list(jobs)
         self.results: list[Job] = []
+        self.audio_ahead_ms = audio_ahead_ms
+        self.awaiting_first_audio = False
 
     def next_job(self) -> Job | None:
         return self.jobs.pop(0) if self.jobs else None
 
     def on_result(self, job: Job, result: object) -> None:
         self.results.append(job)
+
+    def take_back(self, job: Job) -> bool:
+        return False
 
     def on_job_failed(self, job: Job, error: BaseException) -> None:
         raise AssertionError(error)
@@ -47,7 +52,7 @@ class FakeLane:
     def run(self, job: Job) -> object:
         if self.gate is not None:
             self.gate.wait(5)
-        kind = "asr" if isinstance(job, AsrJob) else "llm"
+        kind = {AsrJob: "asr", PrefillJob: "prefill"}.get(type(job), "llm")
         self.log.append(f"{self.name}:{kind}")
         return None
 
@@ -55,8 +60,9 @@ class FakeLane:
         self.closed = True
 
 
-def attach(hub: EngineHub, name: str, jobs: list[Job], log: list[str], **kw: Any) -> HubSession:
-    session = FakeSession(jobs)
+def attach(hub: EngineHub, name: str, jobs: list[Job], log: list[str], ahead_ms: float = 0.0,
+           **kw: Any) -> HubSession:  # fmt: skip
+    session = FakeSession(jobs, ahead_ms)
     return hub.attach(HubSession(session, FakeLane(name, log, **kw), None, lambda: None))  # type: ignore[arg-type]
 
 
@@ -76,15 +82,28 @@ def test_recognition_goes_before_another_sessions_reply() -> None:
     log: list[str] = []
     hub = hub_for_tests()
     gate = threading.Event()
-    attach(hub, "talker", [LlmStep(1, [])] * 5, log, gate=gate)
+    attach(hub, "talker", [LlmStep(1, [])] * 5, log, ahead_ms=5000, gate=gate)  # a long reply
     with hub:
         time.sleep(0.05)  # the talker's first step is running (held at the gate)
-        attach(hub, "listener", [asr(1), asr(2), asr(3, final=True)], log, gate=gate)
+        attach(hub, "listener", [asr(1), asr(2), asr(3, live=False)], log, gate=gate)
         gate.set()
         run_until(log, 8)
     assert log[0] == "talker:llm"  # already running: one step is the most anyone waits
     assert log[1:4] == ["listener:asr"] * 3
     assert log[4:] == ["talker:llm"] * 4
+
+
+def test_a_user_waiting_for_the_first_sound_goes_before_live_captions() -> None:
+    log: list[str] = []
+    hub = hub_for_tests()
+    gate = threading.Event()
+    attach(hub, "captions", [asr(1), asr(2)], log, gate=gate)
+    waiting = attach(hub, "waiting", [LlmStep(1, [])] * 2, log, gate=gate)
+    waiting.session.awaiting_first_audio = True  # type: ignore[attr-defined]
+    with hub:
+        gate.set()
+        run_until(log, 4)
+    assert log == ["waiting:llm"] * 2 + ["captions:asr"] * 2
 
 
 def test_sessions_with_the_same_kind_of_work_take_turns() -> None:
@@ -97,6 +116,18 @@ def test_sessions_with_the_same_kind_of_work_take_turns() -> None:
         gate.set()
         run_until(log, 8)
     assert log == ["a:llm", "b:llm"] * 4
+
+
+def test_a_reply_with_plenty_of_audio_queued_waits_for_another_reply_to_start() -> None:
+    log: list[str] = []
+    hub = hub_for_tests()
+    gate = threading.Event()
+    attach(hub, "covered", [LlmStep(1, [])] * 3, log, ahead_ms=5000, gate=gate)
+    attach(hub, "silent", [LlmStep(2, [])] * 3, log, ahead_ms=0, gate=gate)
+    with hub:
+        gate.set()
+        run_until(log, 6)
+    assert log == ["silent:llm"] * 3 + ["covered:llm"] * 3
 
 
 def test_a_closed_session_runs_nothing_more_and_its_generation_is_closed() -> None:
@@ -120,3 +151,41 @@ def test_sessions_beyond_the_maximum_are_refused() -> None:
     with pytest.raises(ServerFull) as refused:
         attach(hub, "two", [], [])
     assert "--max-sessions" in str(refused.value)
+
+
+class PrefillThenReply(FakeSession):
+    """Offers a pre-fill (which can wait) until a reply becomes due."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.reply_due = False
+        self.taken_back = 0
+
+    def next_job(self) -> Job | None:
+        if self.reply_due:
+            self.reply_due = False
+            return LlmStep(9, [])
+        return PrefillJob([])
+
+    def take_back(self, job: Job) -> bool:
+        self.taken_back += 1
+        return isinstance(job, PrefillJob)
+
+
+def test_work_that_can_wait_is_handed_back_so_urgent_work_is_not_stuck_behind_it() -> None:
+    log: list[str] = []
+    hub = hub_for_tests()
+    gate = threading.Event()
+    busy = attach(hub, "busy", [LlmStep(1, [])] * 40, log, gate=gate)
+    session = PrefillThenReply()
+    idle = hub.attach(HubSession(session, FakeLane("idle", log, gate), None, lambda: None))  # type: ignore[arg-type]
+    with hub:
+        time.sleep(0.05)
+        session.awaiting_first_audio = True
+        session.reply_due = True  # the turn ended: its reply is due now
+        gate.set()
+        run_until(log, 4)
+    assert session.taken_back >= 1
+    assert log[1] == "idle:llm"  # the reply's step, not the pre-fill it had offered first
+    assert "idle:prefill" not in log[:2]
+    assert busy is not idle

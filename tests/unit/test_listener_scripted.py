@@ -95,3 +95,19 @@ def test_two_utterances_get_two_finals_in_order() -> None:
 def test_long_utterance_never_sends_the_engine_more_than_it_takes() -> None:
     _, engine = run(np.concatenate([silence(0.5), speech(40.0), silence(2.0)]), cost_ms=20)
     assert max(engine.calls) <= 29 * 16000
+
+
+def test_a_live_pass_taken_back_is_asked_again_over_the_newer_audio() -> None:
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    frames = speech(2.0)
+    for i in range(0, 16000, 320):
+        listener.feed(frames[i : i + 320])
+    first = listener.next_request()
+    assert first is not None and first.live
+    assert listener.next_request() is None  # one at a time
+    listener.take_back(first)
+    for i in range(16000, 24000, 320):
+        listener.feed(frames[i : i + 320])
+    again = listener.next_request()
+    assert again is not None and again.live
+    assert again.request_id != first.request_id and again.end_sample > first.end_sample

@@ -3,8 +3,8 @@
 A real ``voice serve`` runs in a subprocess (models loaded once); for each N,
 N clients (:class:`voice.serve.client.VoiceClient`, which behaves like the web
 page) hold corpus conversations at once, streaming their microphones at real
-time and playing the replies at real time. Each conversation has three user
-turns; during the second turn's reply the client speaks over it. Measured as
+time and playing the replies at real time. Each conversation has six user
+turns; during the second and the fifth turn's replies the client says "stop". Measured as
 the clients feel it, p50/p95:
 
 - voice-to-voice: the moment the last voiced sample of the user's turn was
@@ -20,6 +20,7 @@ keeps voice-to-voice p95 under 1.5 s.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import socket
@@ -29,6 +30,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +46,13 @@ from voice.serve.client import SentClip, VoiceClient
 Float32Array = npt.NDArray[np.float32]
 
 TARGET_P95_MS = 1500.0
-TURNS = 3
-BARGE_TURN = 1  # speak over the reply to this turn (0-based)
-BARGE_DELAY_S = 1.0  # after that reply started playing
+TURNS = 6
+BARGE_TURNS = (1, 4)  # speak over the replies to these turns (0-based)
+BARGE_DELAY_S = 0.6  # after that reply started playing
 GAP_S = 0.6  # between the end of a reply and the next turn
 WAIT_S = 45.0  # for a reply; a turn without one is counted as unanswered
 LEAD_S = 0.3
+LEAVERS = 5  # clients that hang up mid-reply, for the cancellation figure
 
 
 @dataclass
@@ -98,22 +101,16 @@ async def _converse(url: str, turns: list[_Turn], barge: _Turn, seed: int) -> _C
             result.turns += 1
             sent = client.say(turn.audio, turn.onset_s, turn.end_s)
             try:
-                if index == BARGE_TURN:
-                    result.barge_ms += await _speak_over_reply(client, sent, barge)
-                else:
-                    await _reply_ends(client, client.message_count("reply_end"))
+                await client.wait_for(partial(_replied, client, sent), WAIT_S, "a reply")
                 result.answered += 1
+                if index in BARGE_TURNS:
+                    result.barge_ms += await _speak_over_reply(client, barge)
+                await client.wait_for(lambda: _all_ended(client), WAIT_S, "the replies' end")
             except (TimeoutError, ConnectionError) as exc:
                 result.errors.append(str(exc))
-            # The reply to this turn: the first one played after the speech ended.
-            end = sent.speech_end_t
-            firsts = [
-                r.first_played_t
-                for r in client.replies.values()
-                if end is not None and r.first_played_t is not None and r.first_played_t > end
-            ]
-            if firsts and end is not None:
-                result.v2v_ms.append((min(firsts) - end) * 1000.0)
+            first = _first_played_after(client, sent)
+            if first is not None and sent.speech_end_t is not None:
+                result.v2v_ms.append((first - sent.speech_end_t) * 1000.0)
             await asyncio.sleep(GAP_S)
         result.server_v2v_ms = [
             float(m["voice_to_voice_ms"])
@@ -124,36 +121,62 @@ async def _converse(url: str, turns: list[_Turn], barge: _Turn, seed: int) -> _C
     return result
 
 
-async def _reply_ends(client: VoiceClient, ended_before: int) -> None:
-    await client.wait_for(
-        lambda: client.message_count("reply_end") > ended_before, WAIT_S, "the reply's end"
-    )
+def _first_played_after(client: VoiceClient, sent: SentClip) -> float | None:
+    """When the first reply sample was played after the clip's speech ended."""
+    end = sent.speech_end_t
+    if end is None:
+        return None
+    times = [
+        r.first_played_t
+        for r in client.replies.values()
+        if r.first_played_t is not None and r.first_played_t > end
+    ]
+    return min(times) if times else None
 
 
-async def _speak_over_reply(client: VoiceClient, sent: SentClip, barge: _Turn) -> list[float]:
-    """Say ``barge`` a second into the reply to ``sent``; the barge-in reaction(s) seen."""
-    ended_before = client.message_count("reply_end")
+def _all_ended(client: VoiceClient) -> bool:
+    started = {m["reply_id"] for m in client.of_type("reply_start")}
+    return started <= {m["reply_id"] for m in client.of_type("reply_end")}
 
-    def answered() -> bool:
-        end = sent.speech_end_t
-        return end is not None and any(
-            r.first_played_t is not None and r.first_played_t > end for r in client.replies.values()
-        )
 
-    await client.wait_for(answered, WAIT_S, "reply audio")
+def _replied(client: VoiceClient, sent: SentClip) -> bool:
+    return sent.done_t is not None and _first_played_after(client, sent) is not None
+
+
+async def _speak_over_reply(client: VoiceClient, barge: _Turn) -> list[float]:
+    """Say ``barge`` (a "stop") a moment into the reply now playing; the reaction time
+    to each reply it stopped. Nothing if the reply was over before the moment came."""
     await asyncio.sleep(BARGE_DELAY_S)
     playing = [
         rid for rid, r in client.replies.items()
         if r.first_played_t and r.stopped_t is None and r.played < r.received
     ]  # fmt: skip
+    if not playing or _all_ended(client):
+        return []
     over = client.say(barge.audio, barge.onset_s, barge.end_s)
-    await _reply_ends(client, ended_before)
+    await client.wait_for(lambda: over.done_t is not None, WAIT_S, "the barge-in clip")
     reactions = []
     for rid in playing:
         stop = client.replies[rid].stopped_t
         if stop is not None and over.onset_t is not None and stop > over.onset_t:
             reactions.append((stop - over.onset_t) * 1000.0)
     return reactions
+
+
+async def _leave_mid_reply(server: _ServerProcess, turns: list[_Turn]) -> list[float]:
+    """Clients that hang up while a reply plays: how long the server's engine went on
+    working for each of them (its running step finishing) after it saw them go."""
+    for turn in turns[:LEAVERS]:
+        async with VoiceClient(server.url) as client:
+            sent = client.say(turn.audio, turn.onset_s, turn.end_s)
+            try:
+                await client.wait_for(partial(_replied, client, sent), WAIT_S, "a reply")
+            except TimeoutError:
+                continue
+            await asyncio.sleep(0.3)  # mid-reply: generation and synthesis are running
+    await asyncio.sleep(0.5)
+    cancel_ms: list[float] = server.health()["cancel_ms"]
+    return [float(ms) for ms in cancel_ms[-LEAVERS:]]
 
 
 class _ServerProcess:
@@ -194,6 +217,11 @@ class _ServerProcess:
                 self.peak_rss = max(self.peak_rss, self.ps.memory_info().rss)
             except Exception:
                 return
+
+    def health(self) -> dict[str, Any]:
+        url = f"http://127.0.0.1:{self.port}/healthz"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return dict(json.loads(response.read()))
 
     def cpu_s(self) -> float:
         times = self.ps.cpu_times()
@@ -242,6 +270,7 @@ def bench_serve(clips: list[Clip], clients: list[int], config: str | None = None
                 "wall_s": round(wall, 1),
                 "errors": sorted({e for r in results for e in r.errors}),
             }
+        cancel_ms = asyncio.run(_leave_mid_reply(server, turns))
     finally:
         server.stop()
     under = [
@@ -252,6 +281,7 @@ def bench_serve(clips: list[Clip], clients: list[int], config: str | None = None
     ]  # fmt: skip
     return {
         "per_clients": per_n,
+        "disconnect_to_generation_stopped_ms": p50_p95(cancel_ms),
         "largest_n_with_p95_under_1500_ms": max(under) if under else 0,
         "reply_tokens": BENCH_REPLY_TOKENS,
         "cpu_cores": os.cpu_count(),

@@ -186,6 +186,20 @@ class Session:
             or bool(self._closing)
         )
 
+    @property
+    def audio_ahead_ms(self) -> float:
+        """Reply audio queued but not yet played: how long the listener stays covered
+        if the CPU turns to other work now (a scheduler across sessions uses it)."""
+        if self._reply is None:
+            return 0.0
+        ahead = self._playback.queued - self._playback.played
+        return max(0, ahead) * 1000.0 / SAMPLE_RATE
+
+    @property
+    def awaiting_first_audio(self) -> bool:
+        """A reply is due and none of its audio is queued: the user waits in silence."""
+        return self._reply is not None and self._playback.queued == 0
+
     def take(self) -> list[Output]:
         """Events and output actions produced since the last call, in order."""
         out, self._out = self._out, []
@@ -250,6 +264,21 @@ class Session:
         if self.config.idle_prefill and self._reply is None and self._spec is None:
             return self._prefill_job()
         return None
+
+    def take_back(self, job: Job) -> bool:
+        """Un-ask ``job`` before it ran, if it is one that can wait: a live partial pass
+        or a pre-fill. A scheduler serving several sessions calls this to offer the CPU
+        to a session with urgent work instead; the job will be asked for again."""
+        if isinstance(job, AsrJob) and job.request.live:
+            self.listener.take_back(job.request)
+            return True
+        if isinstance(job, PrefillJob):
+            if job.user_prefix:
+                self._prefilled_words = ""
+            else:
+                self._prefilled = False
+            return True
+        return False
 
     def _prefill_job(self) -> PrefillJob | None:
         """The words committed so far are part of the reply's prompt whatever else the

@@ -57,6 +57,7 @@ class TranscribeRequest:
     with_timestamps: bool
     end_sample: int
     final: bool  # covers all the audio the final transcript needs
+    live: bool = False  # a partial while the user speaks (not during a pause or after)
 
 
 @dataclass
@@ -122,6 +123,7 @@ class Listener:
         self._next_uid = 1
         self._next_request_id = 1
         self._in_flight: TranscribeRequest | None = None
+        self._before_in_flight: tuple[_Utterance, int] | None = None  # for take_back
         self.voiced_run = 0  # consecutive voiced frames up to now (a barge-in hair trigger)
 
     # -- helpers -------------------------------------------------------------------------
@@ -269,10 +271,10 @@ class Listener:
         # No partial once a pause has begun: it would hear nothing new, and it
         # would hold the worker just when the final pass should start.
         if silence == 0 and new_audio_ms >= self.config.partial_interval_ms:
-            return self._request(utt, utt.end_sample)
+            return self._request(utt, utt.end_sample, live=True)
         return None
 
-    def _request(self, utt: _Utterance, end_sample: int) -> TranscribeRequest:
+    def _request(self, utt: _Utterance, end_sample: int, live: bool = False) -> TranscribeRequest:
         audio = utt.audio()[: max(0, end_sample - utt.start_sample)]
         long = len(audio) > self.config.max_window_s * SAMPLE_RATE
         if len(audio) > MAX_AUDIO_S * SAMPLE_RATE:  # never hand the engine more than it takes
@@ -287,11 +289,23 @@ class Listener:
             with_timestamps=long,
             end_sample=end,
             final=end >= utt.final_end(self._tail),
+            live=live,
         )
         self._next_request_id += 1
+        self._before_in_flight = (utt, utt.last_pass_end)
         utt.last_pass_end = request.end_sample
         self._in_flight = request
         return request
+
+    def take_back(self, request: TranscribeRequest) -> None:
+        """The worker will not run ``request`` after all (a busier caller went first):
+        forget it was asked, so the next request reflects the audio as it is then."""
+        if self._in_flight is None or request.request_id != self._in_flight.request_id:
+            return
+        assert self._before_in_flight is not None
+        utt, last_pass_end = self._before_in_flight
+        utt.last_pass_end = last_pass_end
+        self._in_flight = None
 
     def _force_trim(self, utt: _Utterance, samples: int) -> None:
         """No segment boundary was agreed in time: commit what we have and drop old audio."""

@@ -2,12 +2,12 @@
 
 Two cores run one heavy pass at a time well and several badly (see
 :mod:`voice.conversation.engines`), so every session's jobs go through one
-engine thread. Each session offers its most urgent job; the hub runs the most
-urgent kind of job across all sessions (cancellations, then final recognition,
-then partial recognition, then speech synthesis, then one LLM token, then
-spare-time pre-fill), and among jobs of the same kind the session served
-least recently. So one session's long reply advances a token at a time
-between other sessions' recognition passes and never starves them.
+engine thread. Each session offers its most urgent job; the hub runs the job
+a user would miss most (see :func:`job_rank`: a final transcript, then the
+first sound of a reply someone waits for, then replies running low, then live
+partial transcripts, then replies with plenty queued), and among jobs of the
+same rank the session served least recently. So one session's long reply
+advances a token at a time between other sessions' passes and starves none.
 
 Whisper and Piper are shared outright. The LLM keeps per-conversation state
 (its KV cache), so each session borrows its own llama.cpp context from a
@@ -49,21 +49,39 @@ class ServerFull(VoiceError):
     code = "server_full"
 
 
-def job_rank(job: Job) -> int:
-    """Lower runs first, across sessions."""
+COVERED_MS = 1500.0  # reply audio ahead of playback that makes a session's reply work wait
+
+
+def job_rank(job: Job, audio_ahead_ms: float = 0.0, awaiting_first_audio: bool = False) -> int:
+    """Lower runs first, across sessions, by what a user would notice:
+
+    0. closing a cancelled generation (cheap; frees the model);
+    1. recognition in a pause or after the turn (the final transcript and the
+       speculation hang on it);
+    2. reply work for a user waiting in silence for the first sound;
+    3. reply work (speech, tokens, speculation) with little audio queued ahead;
+    4. partial transcripts while the user speaks (live captions);
+    5. reply work with plenty of audio already queued ahead of playback;
+    6. spare-time pre-fill.
+    """
     if isinstance(job, LlmClose):
         return 0
     if isinstance(job, AsrJob):
-        return 1 if job.request.final else 2
-    if isinstance(job, TtsJob):
-        return 3
-    if isinstance(job, EotJob):
-        return 4
-    if isinstance(job, LlmStep):
-        return 5
+        return 4 if job.request.live else 1
     if isinstance(job, PrefillJob):
         return 6
-    raise TypeError(f"unknown job {job!r}")
+    if not isinstance(job, TtsJob | LlmStep | EotJob):
+        raise TypeError(f"unknown job {job!r}")
+    if awaiting_first_audio:
+        return 2
+    return 5 if audio_ahead_ms >= COVERED_MS else 3
+
+
+def job_kind(job: Job) -> str:
+    if isinstance(job, AsrJob):
+        return "asr_live" if job.request.live else "asr_pause"
+    return {LlmClose: "llm_close", TtsJob: "tts", EotJob: "eot", LlmStep: "llm_step",
+            PrefillJob: "prefill"}[type(job)]  # fmt: skip
 
 
 @dataclass
@@ -121,6 +139,8 @@ class EngineHub:
         self.compute_ms = 0.0
         self.jobs_run = 0
         self.llm_steps = 0
+        self.compute_by_kind: dict[str, list[float]] = {}  # kind -> [count, seconds]
+        self.started_at = time.perf_counter()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -155,6 +175,13 @@ class EngineHub:
                 "jobs_run": self.jobs_run,
                 "llm_steps": self.llm_steps,
                 "compute_s": round(self.compute_ms / 1000.0, 2),
+                "engine_busy": round(
+                    self.compute_ms / 1000.0 / max(1e-9, time.perf_counter() - self.started_at), 3
+                ),
+                "by_kind": {
+                    kind: {"jobs": int(n), "seconds": round(sec, 2)}
+                    for kind, (n, sec) in sorted(self.compute_by_kind.items())
+                },
                 "cancel_ms": [round(ms, 1) for ms in self.cancel_ms[-20:]],
             }
 
@@ -235,8 +262,7 @@ class EngineHub:
     def _pick(self) -> HubSession | None:
         with self._lock:
             sessions = list(self._sessions)
-        best: HubSession | None = None
-        best_key: tuple[int, int] | None = None
+        offers: list[tuple[tuple[int, int], HubSession]] = []
         for hub_session in sessions:
             with hub_session.lock:
                 if hub_session.closed:
@@ -244,12 +270,22 @@ class EngineHub:
                 if hub_session.pending is None:
                     hub_session.pending = hub_session.session.next_job()
                 job = hub_session.pending
-            if job is None:
-                continue
-            key = (job_rank(job), hub_session.served)
-            if best_key is None or key < best_key:
-                best, best_key = hub_session, key
-        return best
+                if job is None:
+                    continue
+                session = hub_session.session
+                rank = job_rank(job, session.audio_ahead_ms, session.awaiting_first_audio)
+            offers.append(((rank, hub_session.served), hub_session))
+        if not offers:
+            return None
+        offers.sort(key=lambda offer: offer[0])
+        for _, other in offers[1:]:
+            # A job that can wait is handed back, so that the session can offer its
+            # urgent work next time (a reply due, say) instead of waiting behind it.
+            with other.lock:
+                job = other.pending
+                if job is not None and not other.closed and other.session.take_back(job):
+                    other.pending = None
+        return offers[0][1]
 
     def _work(self) -> None:
         while not self._stop.is_set():
@@ -265,6 +301,9 @@ class EngineHub:
             self.compute_ms += ms
             self.jobs_run += 1
             self.llm_steps += isinstance(job, LlmStep)
+            tally = self.compute_by_kind.setdefault(job_kind(job), [0.0, 0.0])
+            tally[0] += 1
+            tally[1] += ms / 1000.0
             with hub_session.lock:
                 hub_session.pending = None
                 hub_session.served = next(self._served)
