@@ -55,7 +55,7 @@ def engine():  # type: ignore[no-untyped-def]
 class VoiceServer:
     """A real ``voice serve`` in a subprocess, on a free loopback port."""
 
-    def __init__(self, max_sessions: int, env: dict[str, str]) -> None:
+    def __init__(self, max_sessions: int, env: dict[str, str], port: int = 0) -> None:
         import os
         import socket
         import subprocess
@@ -63,9 +63,11 @@ class VoiceServer:
         import time
         import urllib.request
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = port
+        if not port:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                self.port = probe.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/ws"
         cmd = [sys.executable, "-m", "voice.cli", "serve", "--port", str(self.port),

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import VoiceServer, clip
+from conftest import SERVER_ENV, VoiceServer, clip
 
 from voice.audio import write_wav
 
@@ -42,14 +42,18 @@ def mic_file(
     return path
 
 
-async def open_page(pw: Any, mic: Path, url: str) -> tuple[Any, Any]:
+async def open_page(pw: Any, mic: Path | None, url: str) -> tuple[Any, Any]:
+    """A phone-sized page that pressed Start; without ``mic`` the microphone is denied."""
     args = [
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--autoplay-policy=no-user-gesture-required",
-        "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-        f"--use-file-for-fake-audio-capture={mic}%noloop",
+        "--autoplay-policy=no-user-gesture-required", "--use-fake-device-for-media-stream",
     ]  # fmt: skip
+    if mic is not None:
+        args += [
+            "--use-fake-ui-for-media-stream",
+            f"--use-file-for-fake-audio-capture={mic}%noloop",
+        ]
     browser = await pw.chromium.launch(
         executable_path=CHROMIUM, args=args, ignore_default_args=["--mute-audio"]
     )
@@ -69,6 +73,7 @@ async def state(page: Any) -> dict[str, Any]:
             state: voiceState.state, frames: voiceState.framesSent, peak: voiceState.micPeak,
             latencies: voiceState.latencies, played: voiceState.playedSamples,
             stops: voiceState.stops, partial: voiceState.partial,
+            ready: voiceState.ready, notice: voiceState.notice,
             turns: voiceState.turns.map(t => ({role: t.role, text: t.text, meta: t.meta})),
         })"""
         )
@@ -189,3 +194,53 @@ def test_two_browsers_at_once_get_their_own_answers(
         user = [t["text"].lower() for t in seen["turns"] if t["role"] == "user"]
         assert user and words in user[0]
         assert seen["played"] > 0
+
+
+def test_a_denied_microphone_says_what_to_do(
+    voice_server: VoiceServer, playwright_ready: None
+) -> None:
+    from playwright.async_api import async_playwright
+
+    async def main() -> tuple[str, bool]:
+        async with async_playwright() as pw:
+            browser, page = await open_page(pw, None, voice_server.url)
+            await page.wait_for_selector("#notice:not([hidden])", timeout=10000)
+            text, running = await page.inner_text("#notice"), await page.inner_text("#toggle")
+            await browser.close()
+            return text, running == "Start"
+
+    text, can_retry = run(main())
+    assert "denied" in text and "Start again" in text
+    assert can_retry
+
+
+def test_the_page_reconnects_when_the_server_comes_back(
+    tmp_path: Path, playwright_ready: None
+) -> None:
+    from playwright.async_api import async_playwright
+
+    mic = mic_file(tmp_path, "quiet", [], tail_s=60.0)
+    first = VoiceServer(1, SERVER_ENV)
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with async_playwright() as pw:
+            browser, page = await open_page(pw, mic, first.url)
+            await wait_until(page, lambda s: s["frames"] > 10, 30, "streaming")
+            first.stop()
+            gone = await wait_until(page, lambda s: "Reconnecting" in s["notice"], 10, "a notice")
+            second = VoiceServer(1, SERVER_ENV, port=first.port)
+            try:
+                back = await wait_until(
+                    page, lambda s: s["ready"] and not s["notice"] and s["frames"] > 10, 60, "back"
+                )
+            finally:
+                await browser.close()
+                second.stop()
+            return gone, back
+
+    try:
+        gone, back = run(main())
+    finally:
+        first.stop()
+    assert "lost" in gone["notice"]
+    assert back["ready"] and back["frames"] > 10  # streaming again on a new session
