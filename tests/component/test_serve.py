@@ -49,6 +49,10 @@ def test_a_turn_is_heard_answered_and_played(voice_server: VoiceServer) -> None:
     # Every sample that came down was played, and the played reports ended the reply
     # with all of its text heard.
     assert playback.received > 0 and playback.played == playback.received
+    # The audio was bracketed: audio_start before the first frame, audio_end after the last.
+    assert [m["reply_id"] for m in client.of_type("audio_start")] == [start["reply_id"]]
+    (audio_end,) = client.of_type("audio_end")
+    assert audio_end["samples"] == playback.received
     assert not end["interrupted"] and end["heard_text"] == end["text"].strip()
     # The first reply sample played after the user's speech ended (client's clock).
     assert playback.first_played_t is not None and sent.speech_end_t is not None
@@ -75,6 +79,7 @@ def test_speech_over_the_reply_stops_playback(voice_server: VoiceServer) -> None
     playback = client.replies[first]
     assert playback.stopped_t is not None  # paused, then cleared
     assert client.message_count("clear") == 1
+    assert not [m for m in client.of_type("audio_end") if m["reply_id"] == first]
     assert playback.played < playback.received or playback.played > 0
 
 

@@ -195,6 +195,12 @@ class Session:
         ahead = self._playback.queued - self._playback.played
         return max(0, ahead) * 1000.0 / SAMPLE_RATE
 
+    def all_audio_queued(self, reply_id: int) -> bool:
+        """Every sample of ``reply_id`` has been handed out in ``Play`` actions (or the
+        reply is over): a transport may tell its client the audio is complete."""
+        reply = self._reply
+        return reply is None or reply.gen_id != reply_id or reply.synthesis_done
+
     @property
     def awaiting_first_audio(self) -> bool:
         """A reply is due and none of its audio is queued: the user waits in silence."""

@@ -46,6 +46,10 @@ class Pacer:
         self._next_offset[reply_id] = offset + len(audio)
         self._queue.append(_Queued(reply_id, audio, offset))
 
+    def unsent(self, reply_id: int) -> bool:
+        """Some audio of ``reply_id`` is still waiting to be sent."""
+        return any(q.reply_id == reply_id for q in self._queue)
+
     def queued_samples(self, reply_id: int) -> int:
         """Samples of ``reply_id`` handed to the pacer so far (sent or not)."""
         return self._next_offset.get(reply_id, 0)

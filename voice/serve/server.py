@@ -111,6 +111,7 @@ class Connection:
         self.pacer: Pacer | None = None
         self.uplink: Resampler | None = None
         self._queued16: dict[int, int] = {}  # reply id -> 16 kHz samples handed to the pacer
+        self._sending: set[int] = set()  # replies between audio_start and audio_end
 
     async def run(self) -> None:
         try:
@@ -141,6 +142,7 @@ class Connection:
             )
         )
         sender = asyncio.create_task(self._send_loop())
+        sender.add_done_callback(self._sender_done)
         try:
             await self._receive_loop()
         except ProtocolViolation as exc:
@@ -148,8 +150,16 @@ class Connection:
         finally:
             self.hub.close(self.hub_session)  # cancels its generation at once
             sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                 await sender
+
+    def _sender_done(self, task: asyncio.Task[None]) -> None:
+        """A sender that died of a bug must not leave a session that hears but never
+        answers: log it and close the connection (the client reconnects)."""
+        if task.cancelled() or isinstance(task.exception(), ConnectionClosed):
+            return
+        log.error("sending to a client failed", exc_info=task.exception())
+        task.get_loop().create_task(self.ws.close(1011, "internal error"))
 
     def _wake_threadsafe(self) -> None:
         self.loop.call_soon_threadsafe(self.wake.set)
@@ -243,9 +253,26 @@ class Connection:
                     await self.ws.send(message("resume", reply_id=item.reply_id))
                 elif isinstance(item, Clear):
                     pacer.clear(item.reply_id, now)
+                    self._sending.discard(item.reply_id)
                     await self.ws.send(message("clear", reply_id=item.reply_id))
             for reply_id, offset, frame in pacer.due(time.monotonic()):
+                if offset == 0:
+                    self._sending.add(reply_id)
+                    await self.ws.send(message("audio_start", reply_id=reply_id))
                 await self.ws.send(downlink_frame(reply_id, offset, frame))
+            await self._announce_ends()
+
+    async def _announce_ends(self) -> None:
+        """``audio_end`` once a reply's last sample is sent: the client may stop waiting
+        for more (its jitter buffer plays out what it holds)."""
+        assert self.hub_session is not None and self.pacer is not None
+        for reply_id in list(self._sending):
+            with self.hub_session.lock:
+                complete = self.hub_session.session.all_audio_queued(reply_id)
+            if complete and not self.pacer.unsent(reply_id):
+                self._sending.discard(reply_id)
+                samples = self.pacer.queued_samples(reply_id)
+                await self.ws.send(message("audio_end", reply_id=reply_id, samples=samples))
 
 
 # -- the server -------------------------------------------------------------------------
