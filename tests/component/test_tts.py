@@ -100,6 +100,37 @@ def test_cancel_stops_after_the_current_chunk(tts: PiperTts) -> None:
     assert tts.synthesize_all(THREE, cancel=lambda: True).size == 0
 
 
+def test_abort_cuts_a_sentence_short_from_another_thread(tts: PiperTts) -> None:
+    import threading
+    import time
+
+    text = " ".join(["This one long sentence keeps the voice busy for quite a while"] * 4) + "."
+    started = time.perf_counter()
+    tts.synthesize_all(text)
+    whole = time.perf_counter() - started
+
+    done = threading.Event()
+
+    def keep_aborting() -> None:  # from 30 ms on, whenever a model run is in progress
+        time.sleep(0.03)
+        while not done.is_set():
+            tts.abort()
+            time.sleep(0.005)
+
+    aborter = threading.Thread(target=keep_aborting)
+    started = time.perf_counter()
+    aborter.start()
+    try:
+        with pytest.raises(Exception, match=r"(?i)terminate"):
+            tts.synthesize_all(text)
+        aborted = time.perf_counter() - started
+    finally:
+        done.set()
+        aborter.join()
+    assert aborted < whole / 2  # measured in the same run: it stopped, not finished
+    assert tts.synthesize_all("Still fine.").size > 0  # the next run is unaffected
+
+
 def test_faster_rate_gives_shorter_audio(tts: PiperTts) -> None:
     fast = PiperTts(TtsConfig(speaking_rate=1.5, output_rate=16000))
     normal_s = tts.synthesize_all(THREE).size / 16000

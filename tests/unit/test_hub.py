@@ -189,3 +189,33 @@ def test_work_that_can_wait_is_handed_back_so_urgent_work_is_not_stuck_behind_it
     assert log[1] == "idle:llm"  # the reply's step, not the pre-fill it had offered first
     assert "idle:prefill" not in log[:2]
     assert busy is not idle
+
+
+def test_closing_a_session_aborts_the_speech_it_is_rendering() -> None:
+    from voice.conversation.actions import TtsJob
+
+    class Tts:
+        aborted = threading.Event()
+
+        def abort(self) -> None:
+            self.aborted.set()
+
+    class RenderingLane(FakeLane):
+        engines = type("E", (), {"tts": Tts()})()
+
+        def run(self, job: Job) -> object:
+            Tts.aborted.wait(5)  # a sentence that only ends when aborted
+            self.log.append("aborted" if Tts.aborted.is_set() else "finished")
+            return None
+
+    log: list[str] = []
+    hub = hub_for_tests()
+    speaking = hub.attach(
+        HubSession(FakeSession([TtsJob(1, 0, "A long sentence.")]), RenderingLane("x", log),
+                   None, lambda: None)  # type: ignore[arg-type]
+    )  # fmt: skip
+    with hub:
+        time.sleep(0.05)
+        hub.close(speaking)
+        run_until(log, 1)
+    assert log == ["aborted"]

@@ -132,6 +132,9 @@ class EngineHub:
         if self._own_contexts:
             self._contexts.append(engines.llm)
         self._served = itertools.count(1)
+        self._running: HubSession | None = None  # whose job the engine thread runs now
+        self._running_job: Job | None = None
+        self._running_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._work, name="engine-hub", daemon=True)
@@ -239,6 +242,13 @@ class EngineHub:
             hub_session.closed_at = time.perf_counter()
             self._sessions.remove(hub_session)
             self._closing.append(hub_session)
+        with self._running_lock:
+            # Speech being rendered for it is cut short (an LLM step or a recognition
+            # pass is a few tens of ms; a sentence of speech can be 300).
+            if self._running is hub_session and isinstance(self._running_job, TtsJob):
+                abort = getattr(hub_session.lane.engines.tts, "abort", None)
+                if abort is not None:
+                    abort()
         self._wake.set()
 
     def poke(self) -> None:
@@ -297,7 +307,11 @@ class EngineHub:
                 continue
             job = hub_session.pending
             assert job is not None
+            with self._running_lock:
+                self._running, self._running_job = hub_session, job
             result, error, ms = run_job(hub_session.lane, job)
+            with self._running_lock:
+                self._running = self._running_job = None
             self.compute_ms += ms
             self.jobs_run += 1
             self.llm_steps += isinstance(job, LlmStep)

@@ -118,12 +118,19 @@ class PiperTts:
                 "Use a Piper voice (.onnx with its .onnx.json) or tts.voice = 'default'.",
                 code="model_load_failed",
             ) from exc
-        self._voice: Any = PiperVoice(session=session, config=piper_config)
+        self._session = _AbortableSession(session)
+        self._voice: Any = PiperVoice(session=self._session, config=piper_config)
         # The voice's own length_scale is its natural pace; dividing it by the rate keeps
         # "1.0 = as trained" true for voices whose config is not 1.0.
         self._syn_config = SynthesisConfig(
             length_scale=float(piper_config.length_scale) / config.speaking_rate
         )
+
+    def abort(self) -> None:
+        """Stop the model run in progress now, from any thread (it raises in the thread
+        that runs it). A sentence takes 100-300 ms to render: a server whose client has
+        gone should not finish it."""
+        self._session.abort()
 
     @property
     def sample_rate(self) -> int:
@@ -179,3 +186,32 @@ class PiperTts:
         """Render one short word so the first real reply does not pay the first model
         run's one-time costs (espeak-ng start-up, onnxruntime buffer allocation)."""
         self.synthesize_all("Hello.")
+
+
+class _AbortableSession:
+    """Piper's ONNX session, with each run abortable from another thread."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self._lock = threading.Lock()
+        self._current: Any = None
+
+    def run(self, output_names: Any, inputs: Any) -> Any:
+        import onnxruntime
+
+        options = onnxruntime.RunOptions()
+        with self._lock:
+            self._current = options
+        try:
+            return self._session.run(output_names, inputs, options)
+        finally:
+            with self._lock:
+                self._current = None
+
+    def abort(self) -> None:
+        with self._lock:
+            if self._current is not None:
+                self._current.terminate = True
+
+    def __getattr__(self, name: str) -> Any:  # everything else is the session's
+        return getattr(self._session, name)
