@@ -116,3 +116,77 @@ def voice_server():  # type: ignore[no-untyped-def]
     server = VoiceServer(SERVER_MAX_SESSIONS, SERVER_ENV)
     yield server
     server.stop()
+
+
+class PulseRig:
+    """A private PulseAudio with a virtual microphone and speaker (see ../shared/RIGS.md):
+    ``play`` speaks a WAV into the microphone at real time, ``record`` captures what the
+    program played. Start it before importing sounddevice in the process under test."""
+
+    def __init__(self, folder: Path) -> None:
+        import os
+        import subprocess
+        import time
+
+        self.folder = folder
+        runtime = folder / "pulse"
+        runtime.mkdir(parents=True, exist_ok=True)
+        self.env = {
+            **os.environ,
+            "XDG_RUNTIME_DIR": str(folder),
+            "PULSE_RUNTIME_PATH": str(runtime),
+            "PULSE_SERVER": f"unix:{runtime}/native",
+            "HOME": str(folder),
+        }
+        subprocess.run(
+            ["pulseaudio", "--daemonize=yes", "--exit-idle-time=-1", "--system=false", "-n",
+             "-L", f"module-native-protocol-unix auth-anonymous=1 socket={runtime}/native",
+             "-L", "module-null-sink sink_name=vspk rate=16000 channels=1",
+             "-L", "module-null-sink sink_name=vmic_feed rate=16000 channels=1",
+             "-L", "module-remap-source master=vmic_feed.monitor source_name=vmic"],
+            env=self.env, check=True, timeout=30,
+        )  # fmt: skip
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self.pactl("set-default-sink", "vspk")
+        self.pactl("set-default-source", "vmic")
+        for source in ("vspk.monitor", "vmic"):  # keep-alive readers: idle sinks lag 2 s
+            self._procs.append(
+                subprocess.Popen(
+                    ["parec", "-d", source, "--latency-msec=10", "--raw"],
+                    env=self.env,
+                    stdout=subprocess.DEVNULL,
+                )
+            )
+        time.sleep(1.0)
+
+    def pactl(self, *args: str) -> str:
+        import subprocess
+
+        done = subprocess.run(["pactl", *args], env=self.env, check=True, timeout=10,
+                              capture_output=True, text=True)  # fmt: skip
+        return done.stdout
+
+    def play(self, wav: Path) -> None:
+        """Speak ``wav`` into the virtual microphone (blocks for its duration)."""
+        import subprocess
+
+        subprocess.run(["paplay", "-d", "vmic_feed", str(wav)], env=self.env, check=True,
+                       timeout=120)  # fmt: skip
+
+    def record(self, wav: Path):  # type: ignore[no-untyped-def]
+        """Start recording the virtual speaker into ``wav``; stop with ``.send_signal(2)``."""
+        import subprocess
+
+        proc = subprocess.Popen(
+            ["parec", "-d", "vspk.monitor", "--file-format=wav", "--rate=16000",
+             "--channels=1", str(wav)], env=self.env,
+        )  # fmt: skip
+        self._procs.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        import subprocess
+
+        for proc in self._procs:
+            proc.terminate()
+        subprocess.run(["pulseaudio", "--kill"], env=self.env, timeout=10, check=False)

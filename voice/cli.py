@@ -12,6 +12,7 @@ import logging
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from voice.errors import VoiceError
 
@@ -196,6 +197,52 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_server(_settings(args), config)
 
 
+def cmd_devices(args: argparse.Namespace) -> int:
+    from voice.transports.desk import list_devices
+
+    devices = list_devices()
+    if not devices:
+        print("No audio devices found. Plug one in, or start PulseAudio/PipeWire.")
+        return 1
+    for d in devices:
+        marks = " ".join(
+            m
+            for m, on in (
+                ("[default in]", d["default_input"]),
+                ("[default out]", d["default_output"]),
+            )
+            if on
+        )
+        print(f"{d['index']:>3}  {d['name']}  in {d['inputs']} / out {d['outputs']}  "
+              f"{d['rate']} Hz {marks}".rstrip())  # fmt: skip
+    return 0
+
+
+def cmd_listen(args: argparse.Namespace) -> int:
+    from voice.transports.desk import run_listen
+    from voice.transports.terminal import TerminalView
+
+    settings = _settings(args)
+    if args.input is not None:
+        settings.desk.input = args.input
+    if args.output is not None:
+        settings.desk.output = args.output
+    if args.echo is not None:
+        settings.desk.echo = args.echo
+    print("Loading the models...", file=sys.stderr, flush=True)
+    return run_listen(settings, JsonLines() if args.json else TerminalView())
+
+
+class JsonLines:
+    """Every event as one JSON line (for scripts and tests)."""
+
+    def show(self, event: Any) -> None:
+        print(json.dumps(event.to_dict()), flush=True)
+
+    def close(self) -> None:
+        pass
+
+
 def _format_conversation_event(event: dict[str, object]) -> str:
     """The lines a person wants to follow a conversation; partials and deltas are left out."""
     stamp = f"[{float(event['audio_ms']) / 1000:7.2f}s]"  # type: ignore[arg-type]
@@ -249,6 +296,20 @@ def build_parser() -> argparse.ArgumentParser:
     _settings_args(p)
     _llm_args(p)
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("listen", help="talk at your desk: default microphone and speakers")
+    p.add_argument("--input", help="microphone: index or part of a name (see `voice devices`)")
+    p.add_argument("--output", help="speakers: index or part of a name")
+    p.add_argument(
+        "--echo", choices=["cancel", "headset", "half-duplex"], help="how to handle its own voice"
+    )
+    p.add_argument("--json", action="store_true", help="every event as a JSON line")
+    _settings_args(p)
+    _llm_args(p)
+    p.set_defaults(func=cmd_listen)
+
+    p = sub.add_parser("devices", help="list audio devices for `voice listen`")
+    p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("serve", help="talk in a browser: web client and WebSocket on one port")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")

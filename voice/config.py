@@ -28,6 +28,7 @@ from voice.listen.listener import ListenConfig
 from voice.listen.whisper import AsrConfig
 from voice.speak.tts import TtsConfig
 from voice.think.backend import LlmConfig
+from voice.transports.desk import DeskConfig
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Settings:
     llm: LlmConfig = field(default_factory=LlmConfig)
     turn: TurnConfig = field(default_factory=TurnConfig)
     conversation: ConversationConfig = field(default_factory=ConversationConfig)
+    desk: DeskConfig = field(default_factory=DeskConfig)
 
     def set(self, section: str, name: str, raw: Any) -> None:
         """Set ``section.name`` from a TOML value or a string, converting to the field's type."""

@@ -1,0 +1,340 @@
+"""The desk transport: a person at a computer, its microphone and its speakers.
+
+``voice listen`` runs a session on real devices through sounddevice (PortAudio).
+The audio callbacks only move samples between the device and queues, never
+block and never touch a model: the microphone's blocks go into a queue; the
+speaker plays from a queue of reply audio, obeying pause, resume and clear at
+once, counting what it played of each reply and keeping a copy of what it
+played as the echo canceller's reference. The main thread resamples the
+microphone to 16 kHz and feeds the session; an engine thread
+(:class:`~voice.conversation.runtime.WallClock`) runs the models.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
+from voice.audio.resample import Resampler, resample
+from voice.conversation.actions import Clear, Pause, Play, Resume
+from voice.errors import VoiceError
+
+Float32Array = npt.NDArray[np.float32]
+BLOCK_MS = 20
+NO_INPUT_S = 3.0  # no microphone block this long while streaming: the device is gone
+
+
+class DeviceError(VoiceError):
+    code = "audio_device"
+
+
+def import_sounddevice() -> Any:
+    """sounddevice, or a clear error when PortAudio (its C library) is missing."""
+    try:
+        import sounddevice
+    except OSError as exc:  # "PortAudio library not found"
+        raise DeviceError(
+            f"the audio library PortAudio is missing ({exc}).",
+            "Install it: `apt-get install libportaudio2` (Debian/Ubuntu), "
+            "`brew install portaudio` (macOS).",
+            code="missing_dependency",
+        ) from exc
+    except ImportError as exc:
+        raise DeviceError(
+            "the desk mode needs the sounddevice package.",
+            "Install it with `pip install sounddevice`.",
+            code="missing_dependency",
+        ) from exc
+    return sounddevice
+
+
+def list_devices() -> list[dict[str, Any]]:
+    """Every device PortAudio sees: index, name, channels in and out, default rate."""
+    sd = import_sounddevice()
+    try:
+        devices = sd.query_devices()
+        default_in, default_out = sd.default.device
+    except Exception as exc:
+        raise DeviceError(f"could not list audio devices: {exc}.") from exc
+    return [
+        {
+            "index": i,
+            "name": d["name"],
+            "inputs": int(d["max_input_channels"]),
+            "outputs": int(d["max_output_channels"]),
+            "rate": int(d["default_samplerate"]),
+            "default_input": i == default_in,
+            "default_output": i == default_out,
+        }
+        for i, d in enumerate(devices)
+    ]
+
+
+def pick_device(spec: str | None, kind: str) -> int:
+    """A device index from an index, a (part of a) name, or the default; or a clear error."""
+    devices = [d for d in list_devices() if d["inputs" if kind == "input" else "outputs"] > 0]
+    if not devices:
+        raise DeviceError(
+            f"no audio {kind} device was found.",
+            "Plug one in (or start PulseAudio/PipeWire), then run `voice devices` to check.",
+            code="no_audio_device",
+        )
+    if spec is None:
+        flag = "default_input" if kind == "input" else "default_output"
+        chosen = [d for d in devices if d[flag]] or devices
+        return int(chosen[0]["index"])
+    if spec.isdigit():
+        matches = [d for d in devices if d["index"] == int(spec)]
+    else:
+        matches = [d for d in devices if spec.lower() in str(d["name"]).lower()]
+    if not matches:
+        names = ", ".join(f"{d['index']}: {d['name']}" for d in devices)
+        raise DeviceError(
+            f"no {kind} device matches {spec!r}.",
+            f"Use an index or part of a name from `voice devices` ({names}).",
+            code="no_audio_device",
+        )
+    return int(matches[0]["index"])
+
+
+@dataclass
+class _Queued:
+    reply_id: int
+    audio: Float32Array
+
+
+class Speaker:
+    """Reply audio for the output callback; the transport's side is thread-safe."""
+
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self._lock = threading.Lock()
+        self._queue: deque[_Queued] = deque()
+        self._paused: set[int] = set()
+        self._cleared: set[int] = set()
+        self.played: dict[int, int] = {}  # reply id -> samples at the device rate
+        self.reference: queue.SimpleQueue[Float32Array] = queue.SimpleQueue()
+
+    def act(self, action: object) -> int:
+        """Carry out an output action; for ``Play``, the samples queued at the device rate."""
+        with self._lock:
+            if isinstance(action, Play):
+                if action.reply_id not in self._cleared and len(action.audio):
+                    audio = resample(action.audio, SAMPLE_RATE, self.rate)
+                    self._queue.append(_Queued(action.reply_id, audio))
+                    return len(audio)
+            elif isinstance(action, Pause):
+                self._paused.add(action.reply_id)
+            elif isinstance(action, Resume):
+                self._paused.discard(action.reply_id)
+            elif isinstance(action, Clear):
+                self._cleared.add(action.reply_id)
+                self._queue = deque(q for q in self._queue if q.reply_id != action.reply_id)
+        return 0
+
+    def fill(self, out: Float32Array) -> None:
+        """The output callback's work: fill ``out`` (silence where nothing plays)."""
+        out[:] = 0.0
+        filled = 0
+        with self._lock:
+            while filled < len(out) and self._queue:
+                head = self._queue[0]
+                if head.reply_id in self._paused:
+                    break
+                take = min(len(out) - filled, len(head.audio))
+                out[filled : filled + take] = head.audio[:take]
+                filled += take
+                self.played[head.reply_id] = self.played.get(head.reply_id, 0) + take
+                if take == len(head.audio):
+                    self._queue.popleft()
+                else:
+                    head.audio = head.audio[take:]
+        self.reference.put(out.copy())
+
+
+class DeskAudio:
+    """The two device streams; ``frames()`` yields 16 kHz microphone frames and the
+    16 kHz reference (what the speaker played meanwhile)."""
+
+    def __init__(self, input_device: int, output_device: int) -> None:
+        self.sd = import_sounddevice()
+        info_in = self.sd.query_devices(input_device)
+        info_out = self.sd.query_devices(output_device)
+        self.in_rate = int(info_in["default_samplerate"])
+        self.out_rate = int(info_out["default_samplerate"])
+        self.speaker = Speaker(self.out_rate)
+        self._mic: queue.SimpleQueue[Float32Array] = queue.SimpleQueue()
+        self.problems: list[str] = []  # xruns and the like, reported by the callbacks
+        try:
+            self._in = self.sd.InputStream(
+                device=input_device, channels=1, samplerate=self.in_rate, dtype="float32",
+                blocksize=self.in_rate * BLOCK_MS // 1000, callback=self._on_input,
+            )  # fmt: skip
+            self._out = self.sd.OutputStream(
+                device=output_device, channels=1, samplerate=self.out_rate, dtype="float32",
+                blocksize=self.out_rate * BLOCK_MS // 1000, callback=self._on_output,
+            )  # fmt: skip
+        except Exception as exc:
+            raise DeviceError(
+                f"could not open the audio devices: {exc}.",
+                "Check them with `voice devices`, or pick others with --input/--output.",
+            ) from exc
+
+    def _on_input(self, indata: Any, frames: int, when: Any, status: Any) -> None:
+        if status:
+            self.problems.append(str(status))
+        self._mic.put(np.array(indata[:, 0], dtype=np.float32))
+
+    def _on_output(self, outdata: Any, frames: int, when: Any, status: Any) -> None:
+        if status:
+            self.problems.append(str(status))
+        block = np.zeros(frames, dtype=np.float32)
+        self.speaker.fill(block)
+        outdata[:, 0] = block
+
+    def __enter__(self) -> DeskAudio:
+        self._out.start()
+        self._in.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for stream in (self._in, self._out):
+            try:
+                stream.stop()
+                stream.close()
+            except Exception:  # a device that vanished cannot be closed; nothing to release
+                pass
+
+    def frames(self, running: Callable[[], bool]) -> Any:
+        """(mic, reference) 20 ms frames at 16 kHz, as the devices deliver them."""
+        mic_rs = Resampler(self.in_rate, SAMPLE_RATE)
+        ref_rs = Resampler(self.out_rate, SAMPLE_RATE)
+        mic_buf = np.zeros(0, dtype=np.float32)
+        ref_buf = np.zeros(0, dtype=np.float32)
+        last = time.monotonic()
+        while running():
+            try:
+                block = self._mic.get(timeout=0.1)
+            except queue.Empty:
+                if time.monotonic() - last > NO_INPUT_S or not self._in.active:
+                    raise DeviceError(
+                        "the microphone stopped delivering audio (unplugged?).",
+                        "Reconnect it and run `voice listen` again; `voice devices` lists "
+                        "what is there.",
+                    ) from None
+                continue
+            last = time.monotonic()
+            mic_buf = np.concatenate([mic_buf, mic_rs.process(block)])
+            while not self.speaker.reference.empty():
+                ref_buf = np.concatenate([ref_buf, ref_rs.process(self.speaker.reference.get())])
+            while len(mic_buf) >= FRAME_SAMPLES:
+                frame, mic_buf = mic_buf[:FRAME_SAMPLES], mic_buf[FRAME_SAMPLES:]
+                ref = ref_buf[:FRAME_SAMPLES]
+                ref_buf = ref_buf[FRAME_SAMPLES:]
+                if len(ref) < FRAME_SAMPLES:
+                    ref = np.concatenate([ref, np.zeros(FRAME_SAMPLES - len(ref), np.float32)])
+                yield frame, ref
+
+
+@dataclass
+class DeskConfig:
+    """The ``[desk]`` settings: how ``voice listen`` treats its own voice in the mic."""
+
+    # "cancel": speakers; the echo of the reply is cancelled with the played signal as
+    #   reference, and the user can still barge in.
+    # "headset": no echo reaches the microphone; nothing is cancelled.
+    # "half-duplex": speakers without cancellation; the assistant does not listen for
+    #   barge-ins while it speaks (it never interrupts itself, nor can the user).
+    echo: str = "cancel"
+    input: str = ""  # device index or part of a name; "" = the default
+    output: str = ""
+
+
+ECHO_MODES = ("cancel", "headset", "half-duplex")
+
+
+class PlayedLedger:
+    """Maps playback positions at the device rate to the session's 16 kHz count."""
+
+    def __init__(self) -> None:
+        self._queued16: dict[int, int] = {}
+        self._queued_device: dict[int, int] = {}
+
+    def queued(self, reply_id: int, samples16: int, samples_device: int) -> None:
+        self._queued16[reply_id] = self._queued16.get(reply_id, 0) + samples16
+        self._queued_device[reply_id] = self._queued_device.get(reply_id, 0) + samples_device
+
+    def to16(self, reply_id: int, played_device: int) -> int:
+        device = self._queued_device.get(reply_id, 0)
+        queued16 = self._queued16.get(reply_id, 0)
+        if device == 0:
+            return 0
+        if played_device >= device:
+            return queued16  # all of it: resampling rounding must not leave a reply open
+        return round(played_device * queued16 / device)
+
+
+def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) -> int:
+    """``voice listen``: a conversation on the chosen devices until Ctrl-C (or ``stop``)."""
+    from voice.conversation.engines import EngineLane, Engines
+    from voice.conversation.runtime import WallClock
+    from voice.conversation.setup import build_session
+    from voice.events import Event
+    from voice.transports.echo import make_echo_canceller
+
+    desk: DeskConfig = settings.desk
+    if desk.echo not in ECHO_MODES:
+        raise VoiceError(
+            f"desk.echo = {desk.echo!r} is not a mode.", f"Use one of: {', '.join(ECHO_MODES)}."
+        )
+    input_device = pick_device(desk.input or None, "input")
+    output_device = pick_device(desk.output or None, "output")
+    if desk.echo == "half-duplex":
+        settings.conversation.barge_in = False
+    engines = Engines.load(settings)
+    session = build_session(settings, engines)
+    echo = make_echo_canceller() if desk.echo == "cancel" else None
+    session.echo = echo
+    stop = stop or threading.Event()
+    ledger = PlayedLedger()
+    with (
+        DeskAudio(input_device, output_device) as audio,
+        WallClock(session, EngineLane(engines)) as clock,
+    ):
+        speaker = audio.speaker
+        print(
+            f"Listening ({audio.in_rate} Hz in, {audio.out_rate} Hz out, echo: {desk.echo}). "
+            "Speak; Ctrl-C stops.",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            for mic, reference in audio.frames(lambda: not stop.is_set()):
+                with clock.lock:
+                    session.feed(mic, reference)
+                    for reply_id, played in list(speaker.played.items()):
+                        session.on_played(reply_id, ledger.to16(reply_id, played))
+                    outputs = session.take()
+                clock.poke()
+                for item in outputs:
+                    if isinstance(item, Event):
+                        view.show(item)
+                        continue
+                    queued = speaker.act(item)
+                    if isinstance(item, Play):
+                        ledger.queued(item.reply_id, len(item.audio), queued)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            view.close()
+    return 0

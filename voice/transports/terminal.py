@@ -1,0 +1,63 @@
+"""A terminal view of a live conversation that a person can follow.
+
+One status line is redrawn in place (state and the live partial transcript)
+when stdout is a terminal; everything that stays (what the user said, what the
+assistant said as it is heard, each turn's latency) is printed as lines above
+it. Without a terminal (a pipe, a log) only the lasting lines are printed.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from voice.events import Event
+
+
+class TerminalView:
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.live = self.out.isatty()
+        self.state = "listening"
+        self.partial = ""
+        self._status_shown = False
+
+    def show(self, event: Event) -> None:
+        data: dict[str, Any] = event.to_dict()
+        kind = data["type"]
+        if kind == "state":
+            self.state = str(data["state"])
+        elif kind == "partial":
+            self.partial = f"{data['committed']} {data['unstable']}".strip()
+        elif kind == "final":
+            self.partial = ""
+            if str(data["text"]).strip():
+                self._line(f"you:       {data['text']}")
+        elif kind == "reply_end":
+            cut = "  [interrupted]" if data["interrupted"] else ""
+            self._line(f"assistant: {data['heard_text'] or '(nothing heard)'}{cut}")
+        elif kind == "turn_metrics" and data.get("voice_to_voice_ms") is not None:
+            self._line(f"           (voice-to-voice {data['voice_to_voice_ms']:.0f} ms)")
+        elif kind == "error":
+            self._line(f"error:     {data['message']}")
+        self._status()
+
+    def _line(self, text: str) -> None:
+        if self.live and self._status_shown:
+            self.out.write("\r\033[K")
+        self.out.write(text + "\n")
+        self._status_shown = False
+        self.out.flush()
+
+    def _status(self) -> None:
+        if not self.live:
+            return
+        text = f"[{self.state.replace('_', ' ')}] {self.partial}"[:200]
+        self.out.write("\r\033[K" + text)
+        self._status_shown = True
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.live and self._status_shown:
+            self.out.write("\r\033[K")
+            self.out.flush()
