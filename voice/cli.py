@@ -274,7 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="measure latency and accuracy (not a test)")
     p.add_argument(
-        "what", choices=["asr", "vad", "reply", "conversation", "serve"], help="which benchmark"
+        "what",
+        choices=["asr", "vad", "reply", "conversation", "serve", "desk"],
+        help="which benchmark",
     )
     p.add_argument(
         "--clients", default="1,2,3,4", help="serve: concurrent clients, e.g. 1,2,4 (one run each)"

@@ -1,4 +1,4 @@
-"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve``. Timing lives here, never in tests.
+"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve|desk``. Timing lives here.
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
 virtual audio time that is charged for real compute (see
@@ -19,7 +19,11 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     from voice.bench.corpus import load_corpus
 
     report: dict[str, Any]
-    if args.what == "serve":
+    if args.what == "desk":
+        from voice.bench.desk import bench_desk
+
+        report = bench_desk(load_corpus(args.corpus))
+    elif args.what == "serve":
         from voice.bench.serve import bench_serve
 
         counts = [int(n) for n in str(args.clients).split(",") if n.strip()]

@@ -290,7 +290,7 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
     from voice.conversation.runtime import WallClock
     from voice.conversation.setup import build_session
     from voice.events import Event
-    from voice.transports.echo import make_echo_canceller
+    from voice.transports.echo import EchoMeter, make_echo_canceller
 
     desk: DeskConfig = settings.desk
     if desk.echo not in ECHO_MODES:
@@ -303,8 +303,8 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
         settings.conversation.barge_in = False
     engines = Engines.load(settings)
     session = build_session(settings, engines)
-    echo = make_echo_canceller() if desk.echo == "cancel" else None
-    session.echo = echo
+    meter = EchoMeter(make_echo_canceller() if desk.echo == "cancel" else None)
+    session.echo = meter
     stop = stop or threading.Event()
     ledger = PlayedLedger()
     with (
@@ -337,4 +337,5 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
             pass
         finally:
             view.close()
+            print(meter.summary(), file=sys.stderr, flush=True)
     return 0
