@@ -182,7 +182,9 @@ def test_two_browsers_at_once_get_their_own_answers(
     async def one(pw: Any, mic: Path) -> dict[str, Any]:
         browser, page = await open_page(pw, mic, voice_server.url)
         try:
-            return await wait_until(page, lambda s: s["latencies"], 90, "an answer")
+            return await wait_until(
+                page, lambda s: s["latencies"] and s["played"] > 0, 90, "an answer"
+            )
         finally:
             await browser.close()
 

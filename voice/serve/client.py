@@ -25,6 +25,7 @@ import numpy.typing as npt
 from websockets.asyncio.client import ClientConnection, connect
 
 from voice.serve.protocol import FORMAT, FRAME_MS, PROTOCOL_VERSION, parse_downlink, to_pcm16
+from voice.transports.playback import PlaybackQueue
 
 Float32Array = npt.NDArray[np.float32]
 REPORT_EVERY_S = 0.1
@@ -58,8 +59,7 @@ class VoiceClient:
     replies: dict[int, ReplyPlayback] = field(default_factory=dict)
     played_audio: list[Float32Array] = field(default_factory=list)
     _mic: deque[tuple[SentClip, Float32Array]] = field(default_factory=deque)
-    _play: deque[tuple[int, Float32Array]] = field(default_factory=deque)
-    _paused: set[int] = field(default_factory=set)
+    _playback: PlaybackQueue = field(default_factory=PlaybackQueue)
     _cleared: set[int] = field(default_factory=set)
     _sent_samples: int = 0
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -147,24 +147,13 @@ class VoiceClient:
             await asyncio.sleep(max(0.0, next_t - time.monotonic()))
 
     def _play_frame(self, n: int, now: float) -> Float32Array:
-        out = np.zeros(n, dtype=np.float32)
-        filled = 0
-        while filled < n and self._play:
-            reply_id, audio = self._play[0]
-            if reply_id in self._paused:
-                break
-            take = min(n - filled, len(audio))
-            out[filled : filled + take] = audio[:take]
-            filled += take
+        out, moved = self._playback.take(n)
+        for reply_id, samples in moved.items():
             state = self.replies.setdefault(reply_id, ReplyPlayback())
             if state.first_played_t is None:
                 state.first_played_t = now
                 self._changed.set()
-            state.played += take
-            if take == len(audio):
-                self._play.popleft()
-            else:
-                self._play[0] = (reply_id, audio[take:])
+            state.played += samples
         return out
 
     async def _report(self) -> None:
@@ -183,8 +172,7 @@ class VoiceClient:
                 now = time.monotonic()
                 if isinstance(raw, bytes):
                     reply_id, _offset, audio = parse_downlink(raw)
-                    if reply_id not in self._cleared:
-                        self._play.append((reply_id, audio))
+                    if self._playback.add(reply_id, audio):
                         self.replies.setdefault(reply_id, ReplyPlayback()).received += len(audio)
                     continue
                 msg = json.loads(raw)
@@ -195,12 +183,12 @@ class VoiceClient:
                     if state.stopped_t is None:
                         state.stopped_t = now
                     if kind == "pause":
-                        self._paused.add(reply_id)
+                        self._playback.pause(reply_id)
                     else:
                         self._cleared.add(reply_id)
-                        self._play = deque(p for p in self._play if p[0] != reply_id)
+                        self._playback.clear(reply_id)
                 elif kind == "resume" and isinstance(reply_id, int):
-                    self._paused.discard(reply_id)
+                    self._playback.resume(reply_id)
                     self.replies.setdefault(reply_id, ReplyPlayback()).stopped_t = None
                 self._changed.set()
         finally:

@@ -51,6 +51,7 @@ from voice.serve.protocol import (
     parse_audio,
     parse_text,
 )
+from voice.transports.playback import PlayedLedger
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ class Connection:
         self.hub_session: HubSession | None = None
         self.pacer: Pacer | None = None
         self.uplink: Resampler | None = None
-        self._queued16: dict[int, int] = {}  # reply id -> 16 kHz samples handed to the pacer
+        self._ledger = PlayedLedger()  # client samples played -> the session's 16 kHz count
         self._sending: set[int] = set()  # replies between audio_start and audio_end
 
     async def run(self) -> None:
@@ -220,14 +221,11 @@ class Connection:
 
     def _on_played(self, played: Played) -> None:
         """Client samples (at its rate) -> the session's 16 kHz count of that reply."""
-        assert self.hub_session is not None and self.pacer is not None
-        sent = self.pacer.queued_samples(played.reply_id)
-        queued16 = self._queued16.get(played.reply_id, 0)
-        if sent == 0:
-            return
-        samples = queued16 if played.samples >= sent else round(played.samples * queued16 / sent)
-        self.hub_session.on_played(played.reply_id, samples)
-        self.wake.set()
+        assert self.hub_session is not None
+        samples = self._ledger.to16(played.reply_id, played.samples)
+        if samples:
+            self.hub_session.on_played(played.reply_id, samples)
+            self.wake.set()
 
     async def _send_loop(self) -> None:
         assert self.hub_session is not None and self.pacer is not None
@@ -242,9 +240,8 @@ class Connection:
                     await self.ws.send(json.dumps(item.to_dict()))
                 elif isinstance(item, Play):
                     audio = resample(item.audio, SAMPLE_RATE, self.rate)
-                    rid = item.reply_id
-                    self._queued16[rid] = self._queued16.get(rid, 0) + len(item.audio)
-                    pacer.add(rid, np.asarray(audio, dtype=np.float32))
+                    self._ledger.queued(item.reply_id, len(item.audio), len(audio))
+                    pacer.add(item.reply_id, np.asarray(audio, dtype=np.float32))
                 elif isinstance(item, Pause):
                     pacer.pause(item.reply_id, now)
                     await self.ws.send(message("pause", reply_id=item.reply_id))

@@ -16,7 +16,6 @@ import queue
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +25,9 @@ import numpy.typing as npt
 
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.audio.resample import Resampler, resample
-from voice.conversation.actions import Clear, Pause, Play, Resume
+from voice.conversation.actions import Play
 from voice.errors import VoiceError
+from voice.transports.playback import PlaybackQueue, PlayedLedger
 
 Float32Array = npt.NDArray[np.float32]
 BLOCK_MS = 20
@@ -107,58 +107,34 @@ def pick_device(spec: str | None, kind: str) -> int:
     return int(matches[0]["index"])
 
 
-@dataclass
-class _Queued:
-    reply_id: int
-    audio: Float32Array
-
-
 class Speaker:
-    """Reply audio for the output callback; the transport's side is thread-safe."""
+    """Reply audio for the output callback; every method is thread-safe."""
 
     def __init__(self, rate: int) -> None:
         self.rate = rate
         self._lock = threading.Lock()
-        self._queue: deque[_Queued] = deque()
-        self._paused: set[int] = set()
-        self._cleared: set[int] = set()
-        self.played: dict[int, int] = {}  # reply id -> samples at the device rate
+        self._queue = PlaybackQueue()
         self.reference: queue.SimpleQueue[Float32Array] = queue.SimpleQueue()
+
+    @property
+    def played(self) -> dict[int, int]:
+        """Reply id -> samples played at the device rate (a copy)."""
+        with self._lock:
+            return dict(self._queue.played)
 
     def act(self, action: object) -> int:
         """Carry out an output action; for ``Play``, the samples queued at the device rate."""
+        if isinstance(action, Play) and len(action.audio):
+            action = Play(
+                action.reply_id, action.seq, resample(action.audio, SAMPLE_RATE, self.rate)
+            )
         with self._lock:
-            if isinstance(action, Play):
-                if action.reply_id not in self._cleared and len(action.audio):
-                    audio = resample(action.audio, SAMPLE_RATE, self.rate)
-                    self._queue.append(_Queued(action.reply_id, audio))
-                    return len(audio)
-            elif isinstance(action, Pause):
-                self._paused.add(action.reply_id)
-            elif isinstance(action, Resume):
-                self._paused.discard(action.reply_id)
-            elif isinstance(action, Clear):
-                self._cleared.add(action.reply_id)
-                self._queue = deque(q for q in self._queue if q.reply_id != action.reply_id)
-        return 0
+            return self._queue.act(action)
 
     def fill(self, out: Float32Array) -> None:
         """The output callback's work: fill ``out`` (silence where nothing plays)."""
-        out[:] = 0.0
-        filled = 0
         with self._lock:
-            while filled < len(out) and self._queue:
-                head = self._queue[0]
-                if head.reply_id in self._paused:
-                    break
-                take = min(len(out) - filled, len(head.audio))
-                out[filled : filled + take] = head.audio[:take]
-                filled += take
-                self.played[head.reply_id] = self.played.get(head.reply_id, 0) + take
-                if take == len(head.audio):
-                    self._queue.popleft()
-                else:
-                    head.audio = head.audio[take:]
+            out[:], _ = self._queue.take(len(out))
         self.reference.put(out.copy())
 
 
@@ -263,27 +239,6 @@ class DeskConfig:
 ECHO_MODES = ("cancel", "headset", "half-duplex")
 
 
-class PlayedLedger:
-    """Maps playback positions at the device rate to the session's 16 kHz count."""
-
-    def __init__(self) -> None:
-        self._queued16: dict[int, int] = {}
-        self._queued_device: dict[int, int] = {}
-
-    def queued(self, reply_id: int, samples16: int, samples_device: int) -> None:
-        self._queued16[reply_id] = self._queued16.get(reply_id, 0) + samples16
-        self._queued_device[reply_id] = self._queued_device.get(reply_id, 0) + samples_device
-
-    def to16(self, reply_id: int, played_device: int) -> int:
-        device = self._queued_device.get(reply_id, 0)
-        queued16 = self._queued16.get(reply_id, 0)
-        if device == 0:
-            return 0
-        if played_device >= device:
-            return queued16  # all of it: resampling rounding must not leave a reply open
-        return round(played_device * queued16 / device)
-
-
 def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) -> int:
     """``voice listen``: a conversation on the chosen devices until Ctrl-C (or ``stop``)."""
     from voice.conversation.engines import EngineLane, Engines
@@ -322,7 +277,7 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
             for mic, reference in audio.frames(lambda: not stop.is_set()):
                 with clock.lock:
                     session.feed(mic, reference)
-                    for reply_id, played in list(speaker.played.items()):
+                    for reply_id, played in speaker.played.items():
                         session.on_played(reply_id, ledger.to16(reply_id, played))
                     outputs = session.take()
                 clock.poke()

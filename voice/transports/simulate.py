@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,12 +35,12 @@ import numpy.typing as npt
 
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.audio.wav import read_wav
-from voice.conversation.actions import Clear, Pause, Play, Resume
 from voice.conversation.engines import EngineLane, Engines
 from voice.conversation.runtime import VirtualClock, WallClock
 from voice.conversation.session import Output, Session
 from voice.errors import ConfigError
 from voice.events import Event, ReplyEnded, ReplyStarted
+from voice.transports.playback import PlaybackQueue
 
 Float32Array = npt.NDArray[np.float32]
 
@@ -175,49 +174,13 @@ class ScriptedUser:
         return out
 
 
-class SimulatedSpeaker:
+class SimulatedSpeaker(PlaybackQueue):
     """Plays queued reply audio one frame per input frame; obeys pause/resume/clear."""
-
-    def __init__(self) -> None:
-        self._queue: deque[tuple[int, Float32Array]] = deque()
-        self._paused: set[int] = set()
-        self._cleared: set[int] = set()
-        self.played: dict[int, int] = {}
-
-    def act(self, action: object) -> None:
-        if isinstance(action, Play):
-            if action.reply_id not in self._cleared and len(action.audio):
-                self._queue.append((action.reply_id, action.audio))
-        elif isinstance(action, Pause):
-            self._paused.add(action.reply_id)
-        elif isinstance(action, Resume):
-            self._paused.discard(action.reply_id)
-        elif isinstance(action, Clear):
-            self._cleared.add(action.reply_id)
-            self._queue = deque(item for item in self._queue if item[0] != action.reply_id)
-
-    @property
-    def idle(self) -> bool:
-        return not self._queue
 
     def tick(self) -> tuple[Float32Array, set[int]]:
         """The next output frame, and the replies whose position moved."""
-        out = np.zeros(FRAME_SAMPLES, dtype=np.float32)
-        filled, moved = 0, set()
-        while filled < FRAME_SAMPLES and self._queue:
-            reply_id, audio = self._queue[0]
-            if reply_id in self._paused:
-                break
-            take = min(FRAME_SAMPLES - filled, len(audio))
-            out[filled : filled + take] = audio[:take]
-            filled += take
-            self.played[reply_id] = self.played.get(reply_id, 0) + take
-            moved.add(reply_id)
-            if take == len(audio):
-                self._queue.popleft()
-            else:
-                self._queue[0] = (reply_id, audio[take:])
-        return out, moved
+        out, moved = self.take(FRAME_SAMPLES)
+        return out, set(moved)
 
 
 @dataclass
