@@ -239,6 +239,9 @@ class JsonLines:
     def show(self, event: Any) -> None:
         print(json.dumps(event.to_dict()), flush=True)
 
+    def played(self, reply_id: int, samples: int) -> None:
+        pass  # the events say it (playback_start, reply_end's heard_text)
+
     def close(self) -> None:
         pass
 

@@ -143,3 +143,20 @@ def test_on_speakers_the_user_still_barges_in_through_the_echo(
         rig.pactl("unload-module", loop)
     assert listening.of("interrupted"), listening.events
     assert "after cancellation" in err  # the echo figures are reported on exit
+
+
+def test_a_sound_server_that_goes_away_mid_run_is_a_clear_message(tmp_path: Path) -> None:
+    doomed = PulseRig(tmp_path / "doomed")
+    try:
+        listening = ListenProcess(doomed, ENV, "--echo", "headset")
+    finally:
+        doomed.stop()  # as if the device were unplugged
+    try:
+        code = listening.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        listening.proc.kill()
+        raise
+    time.sleep(0.2)
+    err = "".join(listening.errors)
+    assert code == 2 and "Traceback" not in err, err
+    assert "stopped delivering audio" in err and "voice devices" in err

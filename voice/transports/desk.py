@@ -256,9 +256,9 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
     output_device = pick_device(desk.output or None, "output")
     if desk.echo == "half-duplex":
         settings.conversation.barge_in = False
-    engines = Engines.load(settings)
-    session = build_session(settings, engines)
     meter = EchoMeter(make_echo_canceller() if desk.echo == "cancel" else None)
+    engines = Engines.load(settings)  # seconds: after everything that can fail fast
+    session = build_session(settings, engines)
     session.echo = meter
     stop = stop or threading.Event()
     ledger = PlayedLedger()
@@ -277,8 +277,9 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
             for mic, reference in audio.frames(lambda: not stop.is_set()):
                 with clock.lock:
                     session.feed(mic, reference)
-                    for reply_id, played in speaker.played.items():
-                        session.on_played(reply_id, ledger.to16(reply_id, played))
+                    played = {r: ledger.to16(r, n) for r, n in speaker.played.items()}
+                    for reply_id, samples in played.items():
+                        session.on_played(reply_id, samples)
                     outputs = session.take()
                 clock.poke()
                 for item in outputs:
@@ -288,6 +289,8 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
                     queued = speaker.act(item)
                     if isinstance(item, Play):
                         ledger.queued(item.reply_id, len(item.audio), queued)
+                for reply_id, samples in played.items():
+                    view.played(reply_id, samples)
         except KeyboardInterrupt:
             pass
         finally:

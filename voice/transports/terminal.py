@@ -21,6 +21,9 @@ class TerminalView:
         self.state = "listening"
         self.partial = ""
         self._status_shown = False
+        self._chunks: dict[int, list[tuple[int, str]]] = {}  # reply -> (start sample, text)
+        self._shown: dict[int, int] = {}  # reply -> chunks printed
+        self._queued: dict[int, int] = {}
 
     def show(self, event: Event) -> None:
         data: dict[str, Any] = event.to_dict()
@@ -33,14 +36,36 @@ class TerminalView:
             self.partial = ""
             if str(data["text"]).strip():
                 self._line(f"you:       {data['text']}")
+        elif kind == "audio_chunk":
+            reply_id = int(data["reply_id"])
+            start = self._queued.get(reply_id, 0)
+            self._chunks.setdefault(reply_id, []).append((start, str(data["text"]).strip()))
+            self._queued[reply_id] = start + round(float(data["duration_ms"]) * 16)
         elif kind == "reply_end":
-            cut = "  [interrupted]" if data["interrupted"] else ""
-            self._line(f"assistant: {data['heard_text'] or '(nothing heard)'}{cut}")
+            reply_id = int(data["reply_id"])
+            if data["interrupted"]:
+                self._line(f"           [interrupted; heard: {data['heard_text'] or 'nothing'}]")
+            elif not self._chunks.get(reply_id):
+                self._line(f"assistant: {data['heard_text'] or '(nothing heard)'}")
+            self._chunks.pop(reply_id, None)
         elif kind == "turn_metrics" and data.get("voice_to_voice_ms") is not None:
             self._line(f"           (voice-to-voice {data['voice_to_voice_ms']:.0f} ms)")
         elif kind == "error":
             self._line(f"error:     {data['message']}")
         self._status()
+
+    def played(self, reply_id: int, samples: int) -> None:
+        """The output has played ``samples`` (16 kHz) of the reply: print the words it
+        has reached, as they are spoken."""
+        chunks = self._chunks.get(reply_id, [])
+        shown = self._shown.get(reply_id, 0)
+        while shown < len(chunks) and chunks[shown][0] < samples:
+            prefix = "assistant: " if shown == 0 else "           "
+            self._line(prefix + chunks[shown][1])
+            shown += 1
+        self._shown[reply_id] = shown
+        if shown:
+            self._status()
 
     def _line(self, text: str) -> None:
         if self.live and self._status_shown:
