@@ -13,6 +13,12 @@ counted:
   after the user started and none before.
 
 Replies are greedy and capped at 60 tokens.
+
+Offline, the same run compares the echo cancellers on a synthetic echo (a Piper
+reply at -18 dBFS, 40 ms late) with a user speaking over it: echo left after 1 s
+of adaptation, how much of the user survives, and CPU. The WebRTC module from
+``aec-audio-processing`` is the one ``voice listen`` uses; livekit's build of
+the same module is measured when the ``livekit`` package is installed.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from voice.audio import write_wav
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.bench.corpus import Clip
 from voice.bench.pulse import ListenProcess, PulseRig
 from voice.errors import VoiceError
@@ -104,8 +112,88 @@ def _barge_trials(rig: PulseRig, mode: str, wavs: dict[str, Path]) -> dict[str, 
     return {name: {"succeeded": sum(ok), "trials": len(ok)} for name, ok in results.items()}
 
 
-def bench_desk(clips: list[Clip]) -> dict[str, Any]:
+def _dbfs(audio: npt.NDArray[np.float32]) -> float:
+    return round(10.0 * float(np.log10(np.mean(audio.astype(np.float64) ** 2) + 1e-12)), 1)
+
+
+def _at_level(audio: npt.NDArray[np.float32], dbfs: float) -> npt.NDArray[np.float32]:
+    speech = audio[np.abs(audio) > 0.01]
+    gain = 10 ** (dbfs / 20) / float(np.sqrt(np.mean(speech**2)))
+    return (audio * gain).astype(np.float32)
+
+
+def _run_webrtc(mic: npt.NDArray[np.float32], ref: npt.NDArray[np.float32]) -> Any:
+    from voice.transports.echo import WebRtcEchoCanceller
+
+    canceller = WebRtcEchoCanceller(delay_ms=40)
+    n = FRAME_SAMPLES
+    return np.concatenate(
+        [canceller.process(mic[i : i + n], ref[i : i + n]) for i in range(0, len(mic) - n + 1, n)]
+    )
+
+
+def _run_livekit(mic: npt.NDArray[np.float32], ref: npt.NDArray[np.float32]) -> Any:
+    from livekit import rtc
+
+    apm = rtc.AudioProcessingModule(echo_cancellation=True)
+    apm.set_stream_delay_ms(40)
+    out, n = [], SAMPLE_RATE // 100
+    for i in range(0, len(mic) - n + 1, n):
+        far = rtc.AudioFrame(_pcm16(ref[i : i + n]), SAMPLE_RATE, 1, n)
+        near = rtc.AudioFrame(_pcm16(mic[i : i + n]), SAMPLE_RATE, 1, n)
+        apm.process_reverse_stream(far)
+        apm.process_stream(near)
+        out.append(np.frombuffer(bytes(near.data), dtype="<i2").astype(np.float32) / 32768.0)
+    return np.concatenate(out)
+
+
+def _pcm16(audio: npt.NDArray[np.float32]) -> bytes:
+    return (np.clip(audio, -1.0, 32767 / 32768) * 32768).astype("<i2").tobytes()
+
+
+def compare_cancellers(clips: list[Clip]) -> dict[str, Any]:
+    """Echo left and user kept, per canceller, on a synthetic echo with double talk."""
+    from voice.speak.tts import PiperTts, TtsConfig
+
+    by_name = {c.name: c for c in clips}
+    reply = PiperTts(TtsConfig(output_rate=SAMPLE_RATE)).synthesize_all(
+        "I'm glad you're enjoying my help. I'm here to help with anything and everything, "
+        "from your projects to your business."
+    )
+    ref = _at_level(reply, -18.0)
+    delay = int(0.04 * SAMPLE_RATE)
+    echo = np.concatenate([np.zeros(delay, np.float32), ref])[: len(ref)]
+    start = 3 * SAMPLE_RATE
+    runners = {"aec-audio-processing": _run_webrtc, "livekit": _run_livekit}
     report: dict[str, Any] = {}
+    for name, runner in runners.items():
+        rows: dict[str, Any] = {}
+        for barge, level in zip(BARGES, (-15.0, -25.0), strict=True):
+            user = _at_level(by_name[barge].audio(lead_s=0.0), level)
+            end = min(len(ref), start + len(user))
+            near = np.zeros(len(ref), np.float32)
+            near[start:end] = user[: end - start]
+            mic = echo + near
+            try:
+                began = time.perf_counter()
+                out = runner(mic, ref)
+                cpu = (time.perf_counter() - began) * 1000.0 / (len(mic) / SAMPLE_RATE)
+            except ImportError:
+                rows = {"skipped": f"{name} is not installed"}
+                break
+            rows[f"{barge} at {level:.0f} dBFS"] = {
+                "echo_dbfs": _dbfs(mic[SAMPLE_RATE:start]),
+                "echo_left_dbfs": _dbfs(out[SAMPLE_RATE:start]),
+                "user_dbfs": _dbfs(near[start:end]),
+                "user_kept_dbfs": _dbfs(out[start:end]),
+                "cpu_ms_per_s": round(cpu, 1),
+            }
+        report[name] = rows
+    return report
+
+
+def bench_desk(clips: list[Clip]) -> dict[str, Any]:
+    report: dict[str, Any] = {"cancellers_offline": compare_cancellers(clips)}
     with tempfile.TemporaryDirectory() as folder:
         wavs = _wavs(clips, Path(folder))
         rig = PulseRig(Path(folder) / "rig")
