@@ -37,6 +37,7 @@ from voice.audio import write_wav
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.bench.corpus import Clip
 from voice.bench.pulse import ListenProcess, PulseRig
+from voice.bench.stats import p50_p95
 from voice.errors import VoiceError
 
 OPENERS = ("ljspeech_LJ001-0008", "cmu_arctic_axb_a0004", "cmu_arctic_aew_a0003")
@@ -78,6 +79,7 @@ def _echo_trials(rig: PulseRig, mode: str, wavs: dict[str, Path]) -> dict[str, A
         _, err = listening.stop()
     match = SUMMARY.search(err)
     return {
+        "voice_to_voice_ms": _v2v(listening),
         "replies": len(listening.of("reply_end")),
         "interrupted_itself": len(listening.of("interrupted")),
         "paused_itself": len(listening.of("paused")),
@@ -109,7 +111,28 @@ def _barge_trials(rig: PulseRig, mode: str, wavs: dict[str, Path]) -> dict[str, 
                 time.sleep(0.5)
     finally:
         listening.stop()
-    return {name: {"succeeded": sum(ok), "trials": len(ok)} for name, ok in results.items()}
+    report: dict[str, Any] = {
+        name: {"succeeded": sum(ok), "trials": len(ok)} for name, ok in results.items()
+    }
+    # Every interruption's reaction, as the session measured it (in headset mode on
+    # speakers that includes the assistant interrupting itself).
+    metrics = listening.of("turn_metrics")
+    reactions = [float(m["barge_in_ms"]) for m in metrics if m.get("barge_in_ms")]
+    report["barge_in_ms"] = p50_p95(reactions)
+    report["voice_to_voice_ms"] = _v2v(listening)
+    return report
+
+
+def _v2v(listening: ListenProcess) -> dict[str, Any]:
+    """Voice-to-voice as the session measured it: the end of the user's speech to the
+    first reply sample taken by the output callback (PortAudio's own output latency,
+    tens of ms, comes on top)."""
+    values = [
+        float(m["voice_to_voice_ms"])
+        for m in listening.of("turn_metrics")
+        if m.get("voice_to_voice_ms") is not None
+    ]
+    return p50_p95(values)
 
 
 def _dbfs(audio: npt.NDArray[np.float32]) -> float:
