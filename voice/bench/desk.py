@@ -34,11 +34,12 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio import write_wav
-from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE, pcm16_to_float
 from voice.bench.corpus import Clip
 from voice.bench.pulse import ListenProcess, PulseRig
 from voice.bench.stats import p50_p95
 from voice.errors import VoiceError
+from voice.serve.protocol import to_pcm16
 
 OPENERS = ("ljspeech_LJ001-0008", "cmu_arctic_axb_a0004", "cmu_arctic_aew_a0003")
 BARGES = ("cmu_arctic_axb_a0005", "speechcommands_stop_6a27a9bf")
@@ -162,16 +163,12 @@ def _run_livekit(mic: npt.NDArray[np.float32], ref: npt.NDArray[np.float32]) -> 
     apm.set_stream_delay_ms(40)
     out, n = [], SAMPLE_RATE // 100
     for i in range(0, len(mic) - n + 1, n):
-        far = rtc.AudioFrame(_pcm16(ref[i : i + n]), SAMPLE_RATE, 1, n)
-        near = rtc.AudioFrame(_pcm16(mic[i : i + n]), SAMPLE_RATE, 1, n)
+        far = rtc.AudioFrame(to_pcm16(ref[i : i + n]), SAMPLE_RATE, 1, n)
+        near = rtc.AudioFrame(to_pcm16(mic[i : i + n]), SAMPLE_RATE, 1, n)
         apm.process_reverse_stream(far)
         apm.process_stream(near)
-        out.append(np.frombuffer(bytes(near.data), dtype="<i2").astype(np.float32) / 32768.0)
+        out.append(pcm16_to_float(bytes(near.data)))
     return np.concatenate(out)
-
-
-def _pcm16(audio: npt.NDArray[np.float32]) -> bytes:
-    return (np.clip(audio, -1.0, 32767 / 32768) * 32768).astype("<i2").tobytes()
 
 
 def compare_cancellers(clips: list[Clip]) -> dict[str, Any]:

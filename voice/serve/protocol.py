@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.audio.format import float_to_pcm16, pcm16_to_float
 from voice.errors import VoiceError
 
 PROTOCOL_VERSION = 1
@@ -160,13 +161,12 @@ def parse_audio(raw: bytes, sample_rate: int) -> Float32Array:
             f"Send {FRAME_MS} ms frames ({sample_rate * FRAME_MS // 1000} samples).",
             code="frame_too_large",
         )
-    samples = np.frombuffer(raw, dtype="<i2")
-    return (samples.astype(np.float32) / 32768.0).astype(np.float32)
+    return pcm16_to_float(raw)
 
 
 def to_pcm16(audio: Float32Array) -> bytes:
-    clipped = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 32767.0 / 32768.0)
-    return (clipped * 32768.0).astype("<i2").tobytes()
+    """Float samples as PCM16 little-endian bytes (the wire format both ways)."""
+    return float_to_pcm16(audio).astype("<i2").tobytes()
 
 
 def downlink_frame(reply_id: int, offset: int, audio: Float32Array) -> bytes:
@@ -179,8 +179,7 @@ def parse_downlink(raw: bytes) -> tuple[int, int, Float32Array]:
     if len(raw) < DOWNLINK_HEADER.size or (len(raw) - DOWNLINK_HEADER.size) % 2:
         raise ProtocolError(f"downlink frame of {len(raw)} bytes is malformed.", code="bad_frame")
     reply_id, offset = DOWNLINK_HEADER.unpack_from(raw)
-    samples = np.frombuffer(raw, dtype="<i2", offset=DOWNLINK_HEADER.size)
-    return reply_id, offset, (samples.astype(np.float32) / 32768.0).astype(np.float32)
+    return reply_id, offset, pcm16_to_float(raw[DOWNLINK_HEADER.size :])
 
 
 def message(kind: str, **fields: Any) -> str:

@@ -15,14 +15,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import SAMPLE_RATE
+from voice.audio.format import SAMPLE_RATE, pcm16_to_float
 from voice.errors import VoiceError
+from voice.serve.protocol import to_pcm16
 
 Float32Array = npt.NDArray[np.float32]
-
-
-def _pcm(audio: Float32Array) -> bytes:
-    return (np.clip(audio, -1.0, 32767 / 32768) * 32768).astype("<i2").tobytes()
 
 
 class WebRtcEchoCanceller:
@@ -60,9 +57,9 @@ class WebRtcEchoCanceller:
             ref = self._ref[:n]
             if len(ref) < n:
                 ref = np.concatenate([ref, np.zeros(n - len(ref), np.float32)])
-            self._apm.process_reverse_stream(_pcm(ref))
-            cleaned = self._apm.process_stream(_pcm(self._mic[:n]))
-            out.append(np.frombuffer(cleaned, dtype="<i2").astype(np.float32) / 32768.0)
+            self._apm.process_reverse_stream(to_pcm16(ref))
+            cleaned = self._apm.process_stream(to_pcm16(self._mic[:n]))
+            out.append(pcm16_to_float(cleaned))
             self._mic, self._ref = self._mic[n:], self._ref[n:]
         done = np.concatenate(out) if out else np.zeros(0, np.float32)
         if len(done) < len(mic):  # keep the frame's length: pad the start once
