@@ -48,6 +48,7 @@ class ReplyPlayback:
     stopped_t: float | None = None  # a pause or clear stopped it
     played: int = 0
     received: int = 0
+    reported: int = 0  # the last count sent to the server
 
 
 @dataclass
@@ -157,11 +158,14 @@ class VoiceClient:
         return out
 
     async def _report(self) -> None:
+        """Tell the server what was played of each reply that played since the last report."""
         assert self.ws is not None
         for reply_id, state in self.replies.items():
-            if reply_id not in self._cleared and state.played:
-                report = {"type": "played", "reply_id": reply_id, "samples": state.played}
-                await self.ws.send(json.dumps(report))
+            if reply_id in self._cleared or state.played == state.reported:
+                continue
+            state.reported = state.played
+            report = {"type": "played", "reply_id": reply_id, "samples": state.played}
+            await self.ws.send(json.dumps(report))
 
     # -- the downlink ----------------------------------------------------------------------
 

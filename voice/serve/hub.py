@@ -96,8 +96,6 @@ class HubSession:
     pending: Job | None = None
     served: int = 0
     closed_at: float | None = None
-    jobs_run: int = 0
-    llm_steps: int = 0
     last_job_end: float = 0.0
 
     def feed(self, frame: object) -> None:
@@ -140,8 +138,6 @@ class EngineHub:
         self._thread = threading.Thread(target=self._work, name="engine-hub", daemon=True)
         self.cancel_ms: list[float] = []  # per closed session: close to its last job's end
         self.compute_ms = 0.0
-        self.jobs_run = 0
-        self.llm_steps = 0
         self.compute_by_kind: dict[str, list[float]] = {}  # kind -> [count, seconds]
         self.started_at = time.perf_counter()
 
@@ -175,8 +171,8 @@ class EngineHub:
             return {
                 "sessions": len(self._sessions),
                 "max_sessions": self.max_sessions,
-                "jobs_run": self.jobs_run,
-                "llm_steps": self.llm_steps,
+                "jobs_run": int(sum(n for n, _ in self.compute_by_kind.values())),
+                "llm_steps": int(self.compute_by_kind.get("llm_step", [0, 0])[0]),
                 "compute_s": round(self.compute_ms / 1000.0, 2),
                 "engine_busy": round(
                     self.compute_ms / 1000.0 / max(1e-9, time.perf_counter() - self.started_at), 3
@@ -313,16 +309,12 @@ class EngineHub:
             with self._running_lock:
                 self._running = self._running_job = None
             self.compute_ms += ms
-            self.jobs_run += 1
-            self.llm_steps += isinstance(job, LlmStep)
             tally = self.compute_by_kind.setdefault(job_kind(job), [0.0, 0.0])
             tally[0] += 1
             tally[1] += ms / 1000.0
             with hub_session.lock:
                 hub_session.pending = None
                 hub_session.served = next(self._served)
-                hub_session.jobs_run += 1
-                hub_session.llm_steps += isinstance(job, LlmStep)
                 hub_session.last_job_end = time.perf_counter()
                 if not hub_session.closed:
                     deliver(hub_session.session, job, result, error)

@@ -114,13 +114,17 @@ class Speaker:
         self.rate = rate
         self._lock = threading.Lock()
         self._queue = PlaybackQueue()
+        self._moved: set[int] = set()  # replies played from since moved() was last asked
         self.reference: queue.SimpleQueue[Float32Array] = queue.SimpleQueue()
 
-    @property
-    def played(self) -> dict[int, int]:
-        """Reply id -> samples played at the device rate (a copy)."""
+    def moved(self) -> dict[int, int]:
+        """Reply id -> samples played in all (device rate), for the replies that played
+        since the last call: the caller's per-frame work stays small however many
+        replies a long session has had."""
         with self._lock:
-            return dict(self._queue.played)
+            moved = {r: self._queue.played[r] for r in self._moved}
+            self._moved.clear()
+        return moved
 
     def act(self, action: object) -> int:
         """Carry out an output action; for ``Play``, the samples queued at the device rate."""
@@ -134,7 +138,8 @@ class Speaker:
     def fill(self, out: Float32Array) -> None:
         """The output callback's work: fill ``out`` (silence where nothing plays)."""
         with self._lock:
-            out[:], _ = self._queue.take(len(out))
+            out[:], moved = self._queue.take(len(out))
+            self._moved.update(moved)
         self.reference.put(out.copy())
 
 
@@ -277,7 +282,7 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
             for mic, reference in audio.frames(lambda: not stop.is_set()):
                 with clock.lock:
                     session.feed(mic, reference)
-                    played = {r: ledger.to16(r, n) for r, n in speaker.played.items()}
+                    played = {r: ledger.to16(r, n) for r, n in speaker.moved().items()}
                     for reply_id, samples in played.items():
                         session.on_played(reply_id, samples)
                     outputs = session.take()

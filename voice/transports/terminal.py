@@ -47,7 +47,8 @@ class TerminalView:
                 self._line(f"           [interrupted; heard: {data['heard_text'] or 'nothing'}]")
             elif not self._chunks.get(reply_id):
                 self._line(f"assistant: {data['heard_text'] or '(nothing heard)'}")
-            self._chunks.pop(reply_id, None)
+            for done in (self._chunks, self._shown, self._queued):
+                done.pop(reply_id, None)
         elif kind == "turn_metrics" and data.get("voice_to_voice_ms") is not None:
             self._line(f"           (voice-to-voice {data['voice_to_voice_ms']:.0f} ms)")
         elif kind == "error":
@@ -57,7 +58,9 @@ class TerminalView:
     def played(self, reply_id: int, samples: int) -> None:
         """The output has played ``samples`` (16 kHz) of the reply: print the words it
         has reached, as they are spoken."""
-        chunks = self._chunks.get(reply_id, [])
+        chunks = self._chunks.get(reply_id)
+        if not chunks:
+            return  # over, or nothing of it queued yet
         shown = self._shown.get(reply_id, 0)
         while shown < len(chunks) and chunks[shown][0] < samples:
             prefix = "assistant: " if shown == 0 else "           "
