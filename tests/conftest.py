@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voice.bench.serve import ServerProcess as VoiceServer  # a real `voice serve`
+
 CORPUS = Path(__file__).parent / "corpus"
 
 
@@ -50,59 +52,6 @@ def engine():  # type: ignore[no-untyped-def]
     from voice.listen.whisper import WhisperEngine
 
     return WhisperEngine()
-
-
-class VoiceServer:
-    """A real ``voice serve`` in a subprocess, on a free loopback port."""
-
-    def __init__(self, max_sessions: int, env: dict[str, str], port: int = 0) -> None:
-        import os
-        import socket
-        import subprocess
-        import sys
-        import time
-        import urllib.request
-
-        self.port = port
-        if not port:
-            with socket.socket() as probe:
-                probe.bind(("127.0.0.1", 0))
-                self.port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.ws_url = f"ws://127.0.0.1:{self.port}/ws"
-        cmd = [sys.executable, "-m", "voice.cli", "serve", "--port", str(self.port),
-               "--max-sessions", str(max_sessions)]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, env={**os.environ, **env})
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1):
-                    return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("voice serve did not start") from None
-                time.sleep(0.2)
-
-    def health(self) -> dict[str, object]:
-        import urllib.request
-
-        with urllib.request.urlopen(self.url + "/healthz", timeout=5) as response:
-            return dict(json.loads(response.read()))
-
-    def wait_idle(self, timeout_s: float = 10.0) -> None:
-        """Until every earlier connection's session is closed."""
-        import time
-
-        deadline = time.monotonic() + timeout_s
-        while self.health()["sessions"] and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except Exception:
-            self.proc.kill()
 
 
 # Greedy replies of bounded length: the same reply every run, so a barge-in scripted

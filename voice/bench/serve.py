@@ -163,11 +163,11 @@ async def _speak_over_reply(client: VoiceClient, barge: _Turn) -> list[float]:
     return reactions
 
 
-async def _leave_mid_reply(server: _ServerProcess, turns: list[_Turn]) -> list[float]:
+async def _leave_mid_reply(server: ServerProcess, turns: list[_Turn]) -> list[float]:
     """Clients that hang up while a reply plays: how long the server's engine went on
     working for each of them (its running step finishing) after it saw them go."""
     for turn in turns[:LEAVERS]:
-        async with VoiceClient(server.url) as client:
+        async with VoiceClient(server.ws_url) as client:
             sent = client.say(turn.audio, turn.onset_s, turn.end_s)
             try:
                 await client.wait_for(partial(_replied, client, sent), WAIT_S, "a reply")
@@ -179,36 +179,42 @@ async def _leave_mid_reply(server: _ServerProcess, turns: list[_Turn]) -> list[f
     return [float(ms) for ms in cancel_ms[-LEAVERS:]]
 
 
-class _ServerProcess:
-    def __init__(self, max_sessions: int, config: str | None) -> None:
+class ServerProcess:
+    """A real ``voice serve`` in a subprocess on a loopback port (a free one unless
+    ``port`` is given), ready when constructed; for benchmarks and tests. Its peak
+    memory is sampled while it runs."""
+
+    def __init__(self, max_sessions: int, env: dict[str, str] | None = None, port: int = 0) -> None:
         import psutil
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        env = {**os.environ, "VOICE_LLM_MAX_REPLY_TOKENS": str(BENCH_REPLY_TOKENS)}
-        if config:
-            env["VOICE_CONFIG"] = str(Path(config).resolve())
+        self.port = port
+        if not port:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                self.port = probe.getsockname()[1]
         cmd = [sys.executable, "-m", "voice.cli", "serve", "--port", str(self.port),
                "--max-sessions", str(max_sessions)]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})})
         self.ps = psutil.Process(self.proc.pid)
         deadline = time.monotonic() + 180
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1):
-                    break
+                self.health()
+                break
             except OSError as exc:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     raise VoiceError("voice serve did not start.", code="server_failed") from exc
                 time.sleep(0.2)
         self.peak_rss = 0
         self._stop = threading.Event()
-        self._sampler = threading.Thread(target=self._sample, daemon=True)
-        self._sampler.start()
+        threading.Thread(target=self._sample, daemon=True).start()
 
     @property
     def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/ws"
 
     def _sample(self) -> None:
@@ -219,9 +225,14 @@ class _ServerProcess:
                 return
 
     def health(self) -> dict[str, Any]:
-        url = f"http://127.0.0.1:{self.port}/healthz"
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(self.url + "/healthz", timeout=5) as response:
             return dict(json.loads(response.read()))
+
+    def wait_idle(self, timeout_s: float = 10.0) -> None:
+        """Until every earlier connection's session is closed."""
+        deadline = time.monotonic() + timeout_s
+        while self.health()["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def cpu_s(self) -> float:
         times = self.ps.cpu_times()
@@ -238,7 +249,10 @@ class _ServerProcess:
 
 def bench_serve(clips: list[Clip], clients: list[int], config: str | None = None) -> dict[str, Any]:
     turns, barges = plan(clips)
-    server = _ServerProcess(max(clients), config)
+    env = {"VOICE_LLM_MAX_REPLY_TOKENS": str(BENCH_REPLY_TOKENS)}
+    if config:
+        env["VOICE_CONFIG"] = str(Path(config).resolve())
+    server = ServerProcess(max(clients), env)
     per_n: dict[str, Any] = {}
     try:
         for n in clients:
@@ -249,7 +263,7 @@ def bench_serve(clips: list[Clip], clients: list[int], config: str | None = None
                 jobs = []
                 for k in range(n):
                     mine = [turns[(k * TURNS + j) % len(turns)] for j in range(TURNS)]
-                    jobs.append(_converse(server.url, mine, barges[k % len(barges)], seed=k))
+                    jobs.append(_converse(server.ws_url, mine, barges[k % len(barges)], seed=k))
                 return list(await asyncio.gather(*jobs))
 
             results = asyncio.run(everyone())
