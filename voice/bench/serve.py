@@ -194,7 +194,8 @@ class ServerProcess:
                 self.port = probe.getsockname()[1]
         cmd = [sys.executable, "-m", "voice.cli", "serve", "--port", str(self.port),
                "--max-sessions", str(max_sessions)]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})})
+        # Its banner goes to stderr: the caller's stdout may be a JSON report.
+        self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=sys.stderr)
         self.ps = psutil.Process(self.proc.pid)
         deadline = time.monotonic() + 180
         while True:
