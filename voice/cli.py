@@ -278,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="measure latency and accuracy (not a test)")
     p.add_argument(
         "what",
-        choices=["asr", "vad", "reply", "conversation", "serve", "desk"],
+        choices=["asr", "vad", "reply", "conversation", "serve", "desk", "fuzz"],
         help="which benchmark",
     )
     p.add_argument(

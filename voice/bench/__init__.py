@@ -1,4 +1,4 @@
-"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve|desk``. Timing lives here.
+"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve|desk|fuzz``. Timing lives here.
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
 virtual audio time that is charged for real compute (see
@@ -19,7 +19,11 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     from voice.bench.corpus import load_corpus
 
     report: dict[str, Any]
-    if args.what == "desk":
+    if args.what == "fuzz":  # not a timing: libFuzzer on the protocol decoder (--limit: runs)
+        from voice.bench.fuzz import fuzz_protocol
+
+        report = fuzz_protocol(runs=args.limit or 200_000, seconds=120)
+    elif args.what == "desk":
         from voice.bench.desk import bench_desk
 
         report = bench_desk(load_corpus(args.corpus))

@@ -107,7 +107,7 @@ def parse_text(raw: str | bytes) -> ClientMessage:
         )
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # "[[[[...": too deep
         raise ProtocolError(
             f"text message is not JSON ({exc}).",
             'Send a JSON object such as {"type": "played", "reply_id": 1, "samples": 320}.',
