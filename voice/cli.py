@@ -189,9 +189,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from voice.serve.access import Access
+    from voice.serve.limits import Limits
     from voice.serve.server import ServeConfig, run_server
 
-    config = ServeConfig(host=args.host, port=args.port, max_sessions=args.max_sessions)
+    config = ServeConfig(
+        host=args.host,
+        port=args.port,
+        max_sessions=args.max_sessions,
+        access=Access.from_options(args.token, args.allow_origin),
+        limits=Limits(max_session_s=args.max_session_s, idle_timeout_s=args.idle_timeout_s),
+        certfile=args.certfile or "",
+        keyfile=args.keyfile or "",
+        transcripts=Path(args.transcripts) if args.transcripts else None,
+        record_audio=args.record_audio,
+    )
+    if args.record_audio and not args.transcripts:
+        raise VoiceError("--record-audio needs --transcripts DIR (where the audio goes).")
     if args.web_dir:
         config.web_dir = Path(args.web_dir)
     return run_server(_settings(args), config)
@@ -321,6 +335,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
     p.add_argument("--max-sessions", type=int, default=4, help="refuse connections beyond this")
     p.add_argument("--web-dir", help="serve the client from here (default: the repo's web/)")
+    p.add_argument(
+        "--token", help="clients must present this (default: $VOICE_SERVE_TOKEN; none if unset)"
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="also accept browser pages from ORIGIN, e.g. https://kiosk.example (repeatable)",
+    )
+    p.add_argument("--certfile", help="TLS certificate (PEM): serve https and wss")
+    p.add_argument("--keyfile", help="the certificate's private key (PEM)")
+    p.add_argument(
+        "--max-session-s", type=float, default=3600, help="close sessions this old (default 3600)"
+    )
+    p.add_argument(
+        "--idle-timeout-s",
+        type=float,
+        default=60,
+        help="close connections silent this long (default 60)",
+    )
+    p.add_argument("--transcripts", metavar="DIR", help="write a JSONL transcript per session")
+    p.add_argument(
+        "--record-audio", action="store_true", help="also store each session's microphone audio"
+    )
     _settings_args(p)
     _llm_args(p)
     p.set_defaults(func=cmd_serve)

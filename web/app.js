@@ -51,7 +51,10 @@ function setNotice(text) {
 
 function wsUrl() {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${location.host}/ws`;
+  // A server started with --token wants it back: the page was opened as /?token=...
+  const token = new URLSearchParams(location.search).get("token");
+  const query = token ? `?token=${encodeURIComponent(token)}` : "";
+  return `${scheme}//${location.host}/ws${query}`;
 }
 
 // -- start and stop -------------------------------------------------------------------

@@ -24,10 +24,12 @@ import json
 import os
 import random
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from functools import partial
@@ -184,7 +186,13 @@ class ServerProcess:
     ``port`` is given), ready when constructed; for benchmarks and tests. Its peak
     memory is sampled while it runs."""
 
-    def __init__(self, max_sessions: int, env: dict[str, str] | None = None, port: int = 0) -> None:
+    def __init__(
+        self,
+        max_sessions: int,
+        env: dict[str, str] | None = None,
+        port: int = 0,
+        args: tuple[str, ...] = (),
+    ) -> None:
         import psutil
 
         self.port = port
@@ -193,7 +201,9 @@ class ServerProcess:
                 probe.bind(("127.0.0.1", 0))
                 self.port = probe.getsockname()[1]
         cmd = [sys.executable, "-m", "voice.cli", "serve", "--port", str(self.port),
-               "--max-sessions", str(max_sessions)]  # fmt: skip
+               "--max-sessions", str(max_sessions), *args]  # fmt: skip
+        self.tls = "--certfile" in args
+        self.token = args[args.index("--token") + 1] if "--token" in args else ""
         # Its banner goes to stderr: the caller's stdout may be a JSON report.
         self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=sys.stderr)
         self.ps = psutil.Process(self.proc.pid)
@@ -212,11 +222,22 @@ class ServerProcess:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/ws"
+        query = f"?token={self.token}" if self.token else ""
+        return f"{'wss' if self.tls else 'ws'}://127.0.0.1:{self.port}/ws{query}"
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        """GET ``path`` (a self-signed certificate is accepted: this is loopback)."""
+        request = urllib.request.Request(self.url + path, headers=headers or {})
+        context = ssl._create_unverified_context() if self.tls else None
+        try:
+            with urllib.request.urlopen(request, timeout=5, context=context) as response:
+                return int(response.status), bytes(response.read())
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), bytes(exc.read())
 
     def _sample(self) -> None:
         while not self._stop.wait(0.25):
@@ -226,8 +247,10 @@ class ServerProcess:
                 return
 
     def health(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.url + "/healthz", timeout=5) as response:
-            return dict(json.loads(response.read()))
+        status, body = self.get("/healthz")
+        if status != 200:
+            raise OSError(f"/healthz answered {status}")
+        return dict(json.loads(body))
 
     def wait_idle(self, timeout_s: float = 10.0) -> None:
         """Until every earlier connection's session is closed."""

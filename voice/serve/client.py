@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable
@@ -55,6 +56,7 @@ class ReplyPlayback:
 class VoiceClient:
     url: str
     rate: int = 16000
+    ssl_context: ssl.SSLContext | None = None  # wss:// with a certificate of one's own
     ws: ClientConnection | None = None
     messages: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     replies: dict[int, ReplyPlayback] = field(default_factory=dict)
@@ -69,7 +71,12 @@ class VoiceClient:
     close_code: int | None = None
 
     async def __aenter__(self) -> VoiceClient:
-        self.ws = await connect(self.url, max_size=2**20, compression=None)
+        if self.ssl_context is not None:
+            self.ws = await connect(
+                self.url, max_size=2**20, compression=None, ssl=self.ssl_context
+            )
+        else:
+            self.ws = await connect(self.url, max_size=2**20, compression=None)
         hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "sample_rate": self.rate}
         await self.ws.send(json.dumps({**hello, "format": FORMAT}))
         ready = json.loads(await self.ws.recv())

@@ -6,6 +6,11 @@ session, the session's events into JSON, its ``Play`` actions into paced
 downlink frames, and the client's ``played`` reports into playback positions
 (so history keeps only what the user heard). A bad message gets an ``error``
 and the session goes on; only a protocol violation closes the connection.
+
+Guards for a server left running: the token and origin check at the HTTP
+upgrade (:mod:`voice.serve.access`), per-connection limits on audio rate, idle
+time and session length (:mod:`voice.serve.limits`), ``/metrics`` for
+Prometheus (:mod:`voice.serve.metrics`) and opt-in JSONL transcripts.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import contextlib
 import json
 import logging
 import mimetypes
+import ssl
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -30,9 +37,13 @@ from websockets.http11 import Request, Response
 from voice.audio.format import SAMPLE_RATE
 from voice.audio.resample import Resampler, resample
 from voice.conversation.actions import Clear, Pause, Play, Resume
+from voice.conversation.transcript import TranscriptWriter
 from voice.errors import VoiceError
 from voice.events import Event
+from voice.serve.access import Access, exposure_warning
 from voice.serve.hub import EngineHub, HubSession, ServerFull
+from voice.serve.limits import Limits, RateGuard
+from voice.serve.metrics import ServerMetrics
 from voice.serve.pacing import Pacer
 from voice.serve.protocol import (
     CLOSE_POLICY,
@@ -68,6 +79,26 @@ class ServeConfig:
     max_sessions: int = 4
     lead_ms: float = 200.0
     web_dir: Path = WEB_DIR
+    access: Access = field(default_factory=Access)
+    limits: Limits = field(default_factory=Limits)
+    certfile: str = ""  # TLS: serve https/wss directly (else use a reverse proxy)
+    keyfile: str = ""
+    transcripts: Path | None = None  # a JSONL transcript per session goes here
+    record_audio: bool = False  # and, only if asked, each session's microphone audio
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if not self.certfile:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(self.certfile, self.keyfile or None)
+        except (OSError, ssl.SSLError) as exc:
+            raise VoiceError(
+                f"cannot load the TLS certificate {self.certfile}: {exc}.",
+                "Pass a PEM certificate with --certfile and its key with --keyfile.",
+                code="config",
+            ) from exc
+        return context
 
 
 # -- static files ----------------------------------------------------------------------
@@ -100,10 +131,20 @@ def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
 
 
 class Connection:
-    def __init__(self, ws: ServerConnection, hub: EngineHub, config: ServeConfig) -> None:
+    def __init__(
+        self,
+        ws: ServerConnection,
+        hub: EngineHub,
+        config: ServeConfig,
+        metrics: ServerMetrics | None = None,
+    ) -> None:
         self.ws = ws
         self.hub = hub
         self.config = config
+        self.metrics = metrics or ServerMetrics()
+        self.rate_guard = RateGuard(config.limits.burst_s, config.limits.flood_s)
+        self.transcript: TranscriptWriter | None = None
+        self._too_fast_reported = -1.0
         self.loop = asyncio.get_running_loop()
         self.wake = asyncio.Event()
         self.rate = SAMPLE_RATE
@@ -128,8 +169,16 @@ class Connection:
         try:
             self.hub_session = self.hub.open(self._wake_threadsafe)
         except ServerFull as exc:
+            self.metrics.refuse(exc.code)
             await self._close(CLOSE_TRY_AGAIN, "server full", exc.code, str(exc))
             return
+        self.metrics.sessions_opened += 1
+        if self.config.transcripts is not None:
+            self.transcript = TranscriptWriter(
+                self.config.transcripts,
+                f"{self.metrics.sessions_opened:05d}",
+                self.config.record_audio,
+            )
         self.rate = hello.sample_rate
         self.pacer = Pacer(self.rate, self.config.lead_ms)
         self.uplink = Resampler(self.rate, SAMPLE_RATE)
@@ -144,15 +193,19 @@ class Connection:
         )
         sender = asyncio.create_task(self._send_loop())
         sender.add_done_callback(self._sender_done)
+        ending = "client closed"
         try:
             await self._receive_loop()
         except ProtocolViolation as exc:
+            ending = exc.code
             await self._close(exc.close_code, exc.code, exc.code, str(exc))
         finally:
             self.hub.close(self.hub_session)  # cancels its generation at once
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                 await sender
+            if self.transcript is not None:
+                self.transcript.close(ending)
 
     def _sender_done(self, task: asyncio.Task[None]) -> None:
         """A sender that died of a bug must not leave a session that hears but never
@@ -166,6 +219,7 @@ class Connection:
         self.loop.call_soon_threadsafe(self.wake.set)
 
     async def _close(self, code: int, reason: str, error_code: str, text: str) -> None:
+        self.metrics.error(error_code)
         with contextlib.suppress(ConnectionClosed):
             await self.ws.send(message("error", code=error_code, message=text))
             await self.ws.close(code, reason)
@@ -197,16 +251,69 @@ class Connection:
                 code="too_many_errors",
                 close_code=CLOSE_POLICY,
             )
+        self.metrics.error(error.code)
         with contextlib.suppress(ConnectionClosed):
             await self.ws.send(error_message(error))
 
+    async def _next_message(self, session_end: float) -> str | bytes | None:
+        """The next message, or None when the client closed; raises ProtocolViolation
+        when the client went quiet or the session reached its maximum length."""
+        limits = self.config.limits
+        left = session_end - time.monotonic()
+        try:
+            return await asyncio.wait_for(self.ws.recv(), min(limits.idle_timeout_s, left))
+        except ConnectionClosed:
+            return None
+        except TimeoutError:
+            if time.monotonic() >= session_end:
+                raise ProtocolViolation(
+                    f"this session reached its maximum length of {limits.max_session_s:.0f} s.",
+                    "Reconnect to go on talking (the server's --max-session-s sets the limit).",
+                    code="session_too_long",
+                    close_code=CLOSE_POLICY,
+                ) from None
+            raise ProtocolViolation(
+                f"nothing arrived for {limits.idle_timeout_s:.0f} s.",
+                "A client sends audio continuously while it listens; reconnect to go on "
+                "(the server's --idle-timeout-s sets the limit).",
+                code="idle_timeout",
+                close_code=CLOSE_POLICY,
+            ) from None
+
+    def _admit(self, audio: np.ndarray) -> bool:
+        """Audio at most real time (plus a burst); a flood closes the connection."""
+        now = time.monotonic()
+        if self.rate_guard.admit(len(audio) / self.rate, now):
+            return True
+        if self.rate_guard.flooding(now):
+            raise ProtocolViolation(
+                f"audio arrived more than {self.config.limits.flood_s:.0f} s ahead of real time.",
+                "Send the microphone's audio as it is captured, 20 ms at a time.",
+                code="too_fast",
+                close_code=CLOSE_POLICY,
+            )
+        if now - self._too_fast_reported < 1.0:
+            return False  # dropped; the client was told less than a second ago
+        self._too_fast_reported = now
+        raise ProtocolError(
+            "audio is arriving faster than real time; the excess was dropped.",
+            "Send the microphone's audio as it is captured, 20 ms at a time.",
+            code="too_fast",
+        )
+
     async def _receive_loop(self) -> None:
         assert self.hub_session is not None and self.uplink is not None
-        async for raw in self.ws:
+        session_end = time.monotonic() + self.config.limits.max_session_s
+        while (raw := await self._next_message(session_end)) is not None:
             try:
                 if isinstance(raw, bytes):
                     audio = parse_audio(raw, self.rate)
-                    self.hub_session.feed(self.uplink.process(audio))
+                    if not self._admit(audio):
+                        continue
+                    frame = self.uplink.process(audio)
+                    self.hub_session.feed(frame)
+                    if self.transcript is not None:
+                        self.transcript.audio(frame)
                     self.hub.poke()
                     self.wake.set()
                 else:
@@ -237,6 +344,9 @@ class Connection:
             now = time.monotonic()
             for item in self.hub_session.take():
                 if isinstance(item, Event):
+                    self.metrics.observe(item)
+                    if self.transcript is not None:
+                        self.transcript.observe(item)
                     await self.ws.send(json.dumps(item.to_dict()))
                 elif isinstance(item, Play):
                     audio = resample(item.audio, SAMPLE_RATE, self.rate)
@@ -276,26 +386,43 @@ class Connection:
 
 
 async def serve_forever(
-    hub: EngineHub, config: ServeConfig, ready: asyncio.Event | None = None
+    hub: EngineHub,
+    config: ServeConfig,
+    ready: asyncio.Event | None = None,
+    metrics: ServerMetrics | None = None,
 ) -> None:
     """Serve until cancelled. ``ready`` is set once the port is open."""
+    metrics = metrics or ServerMetrics()
+    access = config.access
 
     def process_request(connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
         if path == WS_PATH:
-            return None  # the WebSocket handshake goes on
+            metrics.connections += 1
+            refusal = access.check(request)
+            if refusal is None:
+                return None  # the WebSocket handshake goes on
+            metrics.refuse(refusal.reason)
+            return _response(refusal.status, refusal.text.encode() + b"\n", "text/plain")
         if path == "/healthz":
             body = json.dumps({"status": "ok", **hub.stats()}).encode()
             return _response(HTTPStatus.OK, body, "application/json")
+        if path == "/metrics":
+            refusal = access.check(request, need_origin_check=False)
+            if refusal is not None:
+                return _response(refusal.status, refusal.text.encode() + b"\n", "text/plain")
+            text = metrics.prometheus(hub.stats(), _rss_bytes())
+            return _response(HTTPStatus.OK, text.encode(), "text/plain; version=0.0.4")
         return static_response(config.web_dir, path)
 
     async def handler(ws: ServerConnection) -> None:
         try:
-            await Connection(ws, hub, config).run()
+            await Connection(ws, hub, config, metrics).run()
         except ConnectionClosed:
             pass
         except Exception:  # one connection's bug must not take the server down
             log.exception("connection failed")
+            metrics.error("internal")
             with contextlib.suppress(ConnectionClosed):
                 await ws.send(message("error", code="internal", message="internal server error"))
 
@@ -306,24 +433,40 @@ async def serve_forever(
         process_request=process_request,
         max_size=MAX_MESSAGE_BYTES,
         compression=None,  # PCM does not compress; deflate would only cost CPU
+        ssl=config.ssl_context(),
     ):
         if ready is not None:
             ready.set()
         await asyncio.Future()  # until cancelled
 
 
+def _rss_bytes() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except Exception:
+        return None
+
+
 def run_server(settings: Any, config: ServeConfig) -> int:
     """Load the models once, then serve (blocking) until Ctrl-C."""
     from voice.conversation.engines import Engines
 
+    config.ssl_context()  # a bad certificate fails now, not after loading the models
+    warning = exposure_warning(config.host, config.access.token, bool(config.certfile))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     started = time.perf_counter()
     engines = Engines.load(settings)
     hub = EngineHub(settings, engines, config.max_sessions)
     hub.preload_contexts(config.max_sessions)
     shown = "127.0.0.1" if config.host in ("0.0.0.0", "") else config.host
+    scheme = "https" if config.certfile else "http"
+    query = "?token=TOKEN" if config.access.token else ""
     print(
         f"voice serve: models loaded in {time.perf_counter() - started:.1f} s; "
-        f"open http://{shown}:{config.port}/ (Ctrl-C stops)",
+        f"open {scheme}://{shown}:{config.port}/{query} (Ctrl-C stops)",
         flush=True,
     )
     with hub, contextlib.suppress(KeyboardInterrupt):

@@ -1,0 +1,200 @@
+"""Access checks, rate limits, Prometheus metrics and transcripts: pure logic."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
+from websockets.datastructures import Headers
+from websockets.http11 import Request
+
+from voice.conversation.transcript import TranscriptWriter, read_transcript
+from voice.events import Error, Final, Interrupted, ReplyEnded, ReplyStarted, TurnMetrics
+from voice.serve.access import Access, exposure_warning, is_loopback
+from voice.serve.limits import RateGuard
+from voice.serve.metrics import ServerMetrics
+
+
+def request(path: str = "/ws", **headers: str) -> Request:
+    h = Headers()
+    for name, value in headers.items():
+        h[name.replace("_", "-")] = value
+    return Request(path, h)
+
+
+# -- access --------------------------------------------------------------------------------
+
+
+def test_no_token_configured_lets_anyone_from_the_same_origin_in() -> None:
+    access = Access()
+    assert access.check(request(Host="127.0.0.1:8765")) is None  # not a browser
+    assert access.check(request(Host="127.0.0.1:8765", Origin="http://127.0.0.1:8765")) is None
+
+
+def test_token_by_header_or_query_and_refusal_otherwise() -> None:
+    access = Access(token="s3cret")
+    assert access.check(request("/ws?token=s3cret")) is None
+    assert access.check(request("/ws", Authorization="Bearer s3cret")) is None
+    for bad in (request("/ws"), request("/ws?token=s3cre"), request("/ws", Authorization="x")):
+        refusal = access.check(bad)
+        assert refusal is not None and refusal.status == 401 and refusal.reason == "bad_token"
+        assert "?token=" in refusal.text  # says what to do
+
+
+def test_foreign_origins_are_refused_unless_allowed() -> None:
+    other = request(Host="127.0.0.1:8765", Origin="https://evil.example")
+    refusal = Access().check(other)
+    assert refusal is not None and refusal.status == 403 and refusal.reason == "bad_origin"
+    assert "--allow-origin https://evil.example" in refusal.text
+    assert Access(origins=["https://evil.example"]).check(other) is None
+    assert Access(origins=["*"]).check(other) is None
+    # The origin check is for pages; /metrics callers (no browser) skip it.
+    assert Access().check(other, need_origin_check=False) is None
+
+
+def test_token_from_the_environment(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("VOICE_SERVE_TOKEN", "from-env")
+    assert Access.from_options(None, None).token == "from-env"
+    assert Access.from_options("flag", None).token == "flag"
+
+
+def test_exposure_warning_names_what_is_missing() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("example.org")
+    assert exposure_warning("127.0.0.1", "", False) is None
+    warning = exposure_warning("0.0.0.0", "", False)
+    assert warning is not None and "no token" in warning and "no TLS" in warning
+    warning = exposure_warning("0.0.0.0", "t", False)
+    assert warning is not None and "no token" not in warning
+    assert exposure_warning("0.0.0.0", "t", True) is None
+
+
+# -- rate ----------------------------------------------------------------------------------
+
+
+def test_real_time_audio_passes_and_a_fast_sender_is_cut_to_real_time() -> None:
+    guard = RateGuard(burst_s=1.0, flood_s=10.0)
+    # A microphone: 20 ms frames at real time, jittered in clumps of five.
+    t = 0.0
+    for k in range(500):
+        if k % 5 == 0:
+            t = k * 0.02 + 0.1
+        assert guard.admit(0.02, t)
+    # A replayed file: 30 s of audio in one second of wall time.
+    fast = RateGuard(burst_s=1.0, flood_s=10.0)
+    admitted = sum(fast.admit(0.02, 100.0 + k / 1500) for k in range(1500))
+    assert 0.02 * admitted <= 1.0 + 1.0 + 0.02  # the burst and the elapsed second
+    assert fast.dropped_s > 25
+    assert fast.flooding(101.0)
+    assert not guard.flooding(t)
+
+
+# -- metrics -------------------------------------------------------------------------------
+
+
+def _turn(v2v: float | None, barge: float | None) -> TurnMetrics:
+    return TurnMetrics(
+        audio_ms=0, turn_id=1, reply_id=1, user_text="hi", user_start_ms=0, user_end_ms=1,
+        end_silence_ms=300, eot_probability=None, speculative=False, asr_final_ms=None,
+        llm_first_token_ms=None, first_audio_ready_ms=None, voice_to_voice_ms=v2v,
+        barge_in_ms=barge, interrupted=barge is not None,
+    )  # fmt: skip
+
+
+def test_prometheus_text_parses_and_carries_the_figures() -> None:
+    metrics = ServerMetrics()
+    for ms in range(100, 1100, 10):  # 100 turns, 100..1090 ms
+        metrics.observe(_turn(float(ms), None))
+    metrics.observe(_turn(None, 80.0))
+    metrics.observe(ReplyStarted(audio_ms=0, reply_id=1, utterance_id=1, text="x", speculative=0))
+    metrics.observe(Interrupted(audio_ms=0, reply_id=1, heard_text="", played_ms=0))
+    metrics.observe(Error(audio_ms=0, code="llm_timeout", message="m"))
+    metrics.error('odd"code')
+    metrics.refuse("bad_token")
+    hub = {"sessions": 2, "max_sessions": 4, "engine_busy": 0.5,
+           "by_kind": {"tts": {"jobs": 3, "seconds": 1.5}}}  # fmt: skip
+    families = {f.name: f for f in text_string_to_metric_families(metrics.prometheus(hub, 123))}
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in families.values() for s in f.samples}  # fmt: skip
+    assert families["voice_voice_to_voice_seconds"].type == "summary"
+    p50 = samples[("voice_voice_to_voice_seconds", (("quantile", "0.5"),))]
+    p95 = samples[("voice_voice_to_voice_seconds", (("quantile", "0.95"),))]
+    assert abs(p50 - 0.595) < 0.01 and abs(p95 - 1.0405) < 0.01
+    assert samples[("voice_voice_to_voice_seconds_count", ())] == 100
+    assert samples[("voice_barge_in_seconds_count", ())] == 1
+    assert samples[("voice_turns_total", ())] == 101
+    assert samples[("voice_errors_total", (("code", "llm_timeout"),))] == 1
+    assert samples[("voice_errors_total", (("code", 'odd"code'),))] == 1
+    assert samples[("voice_refused_total", (("reason", "bad_token"),))] == 1
+    assert samples[("voice_active_sessions", ())] == 2
+    assert samples[("voice_engine_jobs_total", (("kind", "tts"),))] == 3
+    assert samples[("process_resident_memory_bytes", ())] == 123
+
+
+def test_metrics_without_turns_still_parse() -> None:
+    text = ServerMetrics().prometheus({"sessions": 0, "max_sessions": 1}, None)
+    names = {f.name for f in text_string_to_metric_families(text)}
+    assert "voice_voice_to_voice_seconds" in names
+
+
+# -- transcripts ---------------------------------------------------------------------------
+
+
+def test_transcript_records_what_was_said_and_heard(tmp_path: Path) -> None:
+    writer = TranscriptWriter(tmp_path, "s1", record_audio=True)
+    writer.observe(Final(audio_ms=0, utterance_id=1, text=" Hello there. ", start_ms=0,
+                         end_ms=900, compute_ms=1))  # fmt: skip
+    writer.observe(ReplyEnded(audio_ms=0, reply_id=1, text="Hi! How can I help you today?",
+                              heard_text="Hi! How can", interrupted=True))  # fmt: skip
+    writer.observe(Error(audio_ms=0, code="tts_failed", message="boom"))
+    writer.audio(np.full(1600, 0.1, dtype=np.float32))
+    writer.close()
+    records = read_transcript(writer.path)
+    assert [r["type"] for r in records] == [
+        "session_start", "user", "assistant", "error", "session_end"
+    ]  # fmt: skip
+    assert records[1]["text"] == "Hello there."
+    assert records[2] == {**records[2], "text": "Hi! How can", "interrupted": True,
+                          "unheard": "I help you today?"}  # fmt: skip
+    assert writer.path.with_suffix(".wav").stat().st_size == 44 + 3200
+    assert oct(writer.path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_no_audio_is_stored_unless_asked(tmp_path: Path) -> None:
+    writer = TranscriptWriter(tmp_path, "s2")
+    writer.audio(np.zeros(160, dtype=np.float32))
+    writer.close()
+    assert [p.suffix for p in tmp_path.iterdir()] == [".jsonl"]
+
+
+def test_a_killed_writer_leaves_only_whole_lines(tmp_path: Path) -> None:
+    """SIGKILL a process mid-stream of writes: every line on disk parses."""
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from voice.conversation.transcript import TranscriptWriter
+        w = TranscriptWriter(Path({str(tmp_path)!r}), "k")
+        print("ready", flush=True)
+        i = 0
+        while True:
+            w.write({{"type": "user", "text": "word " * (i % 300), "i": i}})
+            i += 1
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    import time
+
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (path,) = tmp_path.iterdir()
+    raw = path.read_bytes()
+    assert raw.endswith(b"\n")
+    records = read_transcript(path)
+    assert len(records) > 100
+    assert [r["i"] for r in records[1:]] == list(range(len(records) - 1))
