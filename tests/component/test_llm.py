@@ -3,18 +3,15 @@ real llama.cpp server (llama-cpp-python's ``llama_cpp.server``) started on loopb
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
+from voice.bench.llama_server import LlamaServerProcess, free_port
 from voice.models import resolve_llm_model
 from voice.think.backend import LlmConfig, Message
 from voice.think.http import LlmUnavailableError, OpenAiHttpBackend
@@ -52,36 +49,10 @@ def test_reply_is_capped(llama: LlamaBackend) -> None:
     assert 1 <= len(deltas) <= 10
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, psutil.Process]]:
-    port = free_port()
-    log = Path(tmp_path_factory.mktemp("llm")) / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_llm_model("default")),
-             "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "2048"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            urllib.request.urlopen(url + "/models", timeout=1)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"llama.cpp server did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-    yield url, psutil.Process(proc.pid)
-    proc.terminate()
-    proc.wait(timeout=30)
+def server() -> Iterator[tuple[str, psutil.Process]]:
+    with LlamaServerProcess() as llama_server:
+        yield llama_server.url, llama_server.process
 
 
 def cpu_seconds(process: psutil.Process) -> float:

@@ -72,6 +72,13 @@ class PrefillJob:
 Job = AsrJob | EotJob | LlmStep | LlmClose | TtsJob | PrefillJob
 
 
+def engine_of(job: Job) -> str:
+    """Which engine runs ``job``: "asr", "tts" or "llm" (for error codes)."""
+    if isinstance(job, AsrJob):
+        return "asr"
+    return "tts" if isinstance(job, TtsJob) else "llm"
+
+
 # -- output actions (for the transport) --------------------------------------------------
 
 

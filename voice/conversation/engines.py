@@ -7,13 +7,27 @@ pools oversubscribe and llama.cpp's spin-waits collapse). So the schedule is
 simply the order of ``Session.next_job``, and every pass has both cores.
 Steps are short (one recognition pass, one token, one sentence of speech), so
 nothing urgent waits long behind anything else.
+
+A step that does not come back in ``timeout_s`` has failed (a hung LLM server,
+a stuck model): the lane runs every step on a worker thread it can walk away
+from, raises :class:`EngineTimeout` to the session (which apologises and goes
+on) and starts a fresh worker. The abandoned step cannot be killed from
+Python; speech synthesis is aborted, an HTTP stream ends at its socket
+timeout, and a stuck llama.cpp call keeps the model thread, so later LLM steps
+time out too while recognition and speech go on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -26,7 +40,9 @@ from voice.conversation.actions import (
     LlmStep,
     PrefillJob,
     TtsJob,
+    engine_of,
 )
+from voice.errors import VoiceError
 from voice.listen.runner import Recognizer, run_pass
 from voice.listen.setup import build_engine
 from voice.speak.reply import Synthesizer
@@ -43,11 +59,21 @@ from voice.think.backend import (
 log = logging.getLogger(__name__)
 
 
+class EngineTimeout(VoiceError):
+    """An engine step did not finish in time."""
+
+
+DEFAULT_TIMEOUT_S = 8.0
+
+
 @dataclass
 class Engines:
     asr: Recognizer
     llm: LlmBackend
     tts: Synthesizer
+    # Short phrases every session renders ahead (the apology, the filler): once per
+    # process. ``dataclasses.replace`` keeps the same dict, so per-session copies share it.
+    phrases: dict[str, object] = field(default_factory=dict)
 
     @classmethod
     def load(cls, settings: Settings) -> Engines:
@@ -72,12 +98,44 @@ class EngineLane:
     interleaves two (a cancelled one is closed before anything else runs).
     """
 
-    def __init__(self, engines: Engines) -> None:
+    def __init__(self, engines: Engines, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.engines = engines
+        self.timeout_s = timeout_s
         self._open: dict[int, TokenSteps] = {}
+        self._worker = _Worker()
 
     def run(self, job: Job) -> object:
-        """Do the job on the calling thread; return what ``Session.on_result`` takes."""
+        """Do the job (the caller waits); return what ``Session.on_result`` takes, or
+        raise :class:`EngineTimeout` after ``timeout_s``."""
+        future = self._worker.submit(partial(self._run, job))
+        try:
+            return future.result(self.timeout_s)
+        except FutureTimeout:
+            self._abandon(job)
+            raise EngineTimeout(
+                f"{_describe(job)} took longer than {self.timeout_s:g} s.",
+                code=f"{engine_of(job)}_timeout",
+            ) from None
+
+    def _abandon(self, job: Job) -> None:
+        """Walk away from a hung step: a fresh worker for the next one, and whatever
+        can be stopped is stopped."""
+        self._worker.shutdown()
+        self._worker = _Worker()
+        if isinstance(job, TtsJob):
+            abort = getattr(self.engines.tts, "abort", None)
+            if abort is not None:
+                abort()
+        elif isinstance(job, LlmStep):
+            # Not closed here: closing waits for the hung call. Its cancel is set, so
+            # an HTTP stream stops reading when the server unblocks.
+            steps = self._open.pop(job.gen_id, None)
+            if steps is not None:
+                cancel = getattr(steps, "cancel", None)
+                if cancel is not None:
+                    cancel()
+
+    def _run(self, job: Job) -> object:
         engines = self.engines
         if isinstance(job, AsrJob):
             return run_pass(engines.asr, job.request)
@@ -98,12 +156,20 @@ class EngineLane:
                 steps.close()
             return None
         if isinstance(job, TtsJob):
-            parts = list(engines.tts.synthesize(job.text))
-            return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+            if job.gen_id <= 0:  # a phrase rendered ahead (see Session.next_job)
+                cached = engines.phrases.get(job.text)
+                if cached is None:
+                    cached = engines.phrases[job.text] = self._speak(job.text)
+                return cached
+            return self._speak(job.text)
         if isinstance(job, PrefillJob):
             prefill(engines.llm, job.history, job.user_prefix)
             return None
         raise TypeError(f"unknown job {job!r}")
+
+    def _speak(self, text: str) -> object:
+        parts = list(self.engines.tts.synthesize(text))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 
     def _close_all(self) -> None:
         for steps in self._open.values():
@@ -112,3 +178,37 @@ class EngineLane:
 
     def close(self) -> None:
         self._close_all()
+        self._worker.shutdown()
+
+
+class _Worker:
+    """One daemon thread that runs steps in order. A daemon, unlike a pool's thread,
+    so that a step hung for good never holds up the process's exit."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Future[object], Callable[[], object]] | None]
+        self._jobs = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="engine-step", daemon=True).start()
+
+    def submit(self, fn: Callable[[], object]) -> Future[object]:
+        future: Future[object] = Future()
+        self._jobs.put((future, fn))
+        return future
+
+    def shutdown(self) -> None:
+        self._jobs.put(None)  # after what is queued; a hung step keeps its thread
+
+    def _loop(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            future, fn = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+def _describe(job: Job) -> str:
+    return {"asr": "a recognition pass", "tts": "speaking a sentence",
+            "llm": "the language model"}[engine_of(job)]  # fmt: skip

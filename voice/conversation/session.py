@@ -50,6 +50,7 @@ from voice.conversation.actions import (
     PrefillJob,
     Resume,
     TtsJob,
+    engine_of,
 )
 from voice.conversation.bargein import BargeIn, Decision
 from voice.conversation.generation import Generation, Playback, SpokenChunk
@@ -84,6 +85,8 @@ Float32Array = npt.NDArray[np.float32]
 Output = Event | Action
 
 FILLER_GEN = 0  # the gen id of the pre-synthesised filler phrase
+APOLOGY_GEN = -1  # ... and of the apology said when an engine fails mid-turn
+PHRASE_GENS = (FILLER_GEN, APOLOGY_GEN)  # phrases rendered ahead, in spare time
 
 
 @dataclass
@@ -108,6 +111,11 @@ class ConversationConfig:
     first_chunk_max_chars: int = 16  # first audio sooner (`voice chat`: tts.first_chunk_max_chars)
     idle_prefill: bool = True  # pre-fill history, and the user's words while they speak
     lane_threads: int = 2  # CPU threads of every engine pass (they run one at a time)
+    # An engine pass that takes longer has failed (a hung LLM server, a stuck model):
+    # the session says the apology and goes on. One pass is a token, a sentence of
+    # speech or one recognition window (at most 20 s of audio): normally well under 2 s.
+    job_timeout_s: float = 8.0
+    apology_text: str = "Sorry, something went wrong. Please say that again."  # "" = silent
 
 
 class EchoCanceller(Protocol):
@@ -165,6 +173,8 @@ class Session:
         self._prefilled_words = ""
         self._filler: Float32Array | None = None
         self._filler_sent = False
+        self._apology: Float32Array | None = None
+        self._asr_failed: set[int] = set()  # utterances with a failed recognition pass
 
     # -- clock and output ----------------------------------------------------------------
 
@@ -264,6 +274,9 @@ class Session:
                 job = self._gen_job(gen)
                 if job is not None:
                     return job
+        if self.config.apology_text and self._apology is None:
+            self._apology = np.zeros(0, dtype=np.float32)  # asked once
+            return TtsJob(APOLOGY_GEN, 0, self.config.apology_text)
         if self.config.filler_after_ms > 0 and self._filler is None:
             self._filler = np.zeros(0, dtype=np.float32)  # asked once
             return TtsJob(FILLER_GEN, 0, self.config.filler_text)
@@ -337,13 +350,21 @@ class Session:
         self._update_state()
 
     def on_job_failed(self, job: Job, error: BaseException) -> None:
-        """An engine raised: report it, and end what depended on it (the session goes on)."""
-        code = getattr(error, "code", "engine_error")
-        hint = getattr(error, "hint", "")
-        message = f"{type(job).__name__} failed: {error}" + (f" {hint}" if hint else "")
-        self._emit(Error(audio_ms=self.now_ms, code=code, message=message))
+        """An engine raised or timed out: report it, end what depended on it, and if
+        the user was waiting for an answer, say the apology (the session goes on)."""
+        engine = engine_of(job)
+        code = error.code if isinstance(error, VoiceError) else f"{engine}_failed"
+        error_event = Error(audio_ms=self.now_ms, code=code, message=f"{engine}: {error}")
         if isinstance(job, AsrJob):
-            self.on_result(job, Transcription(words=[]))
+            uid = job.request.utterance_id
+            if uid not in self._asr_failed:  # once per utterance, not once per pass
+                self._asr_failed.add(uid)
+                self._emit(error_event)
+            self.on_result(job, Transcription(words=[]))  # the pass found nothing
+            return
+        self._emit(error_event)
+        if isinstance(job, TtsJob) and job.gen_id in PHRASE_GENS:
+            pass  # no phrase: nothing is said in its place
         elif isinstance(job, LlmStep | TtsJob | EotJob):
             gen = self._gen(job.gen_id)
             if gen is None:
@@ -351,9 +372,38 @@ class Session:
             elif gen is self._spec:
                 self._cancel_spec("engine error")
             else:
-                self._cancel_gen(gen)
-                self._end_reply(interrupted=True)
+                self._apologize()
         self._update_state()
+
+    def _apologize(self) -> None:
+        """End the reply in progress (or start one) with the pre-rendered apology, so
+        the user hears that something failed instead of silence. It plays through the
+        same path as any reply: a barge-in stops it, and history keeps what was heard."""
+        apology = self._apology if self._apology is not None and len(self._apology) else None
+        reply = self._reply
+        if reply is None:
+            if apology is None:
+                return
+            reply = self._new_gen(-1, "", [], speculative=False)
+            self._reply, self._playback, self._turn = reply, Playback(), None
+            self._barge.reset()
+            self._emit(
+                ReplyStarted(
+                    audio_ms=self.now_ms,
+                    reply_id=reply.gen_id,
+                    utterance_id=-1,
+                    text="",
+                    speculative=False,
+                )
+            )
+        self._cancel_gen(reply)
+        reply.tts_busy = False
+        reply.failed = True
+        if apology is not None:
+            self._play(reply, reply.next_seq, self.config.apology_text, apology)
+            reply.next_seq += 1
+        if self._playback.played >= self._playback.queued:
+            self._end_reply(interrupted=apology is None)  # nothing (more) to play
 
     def _gen(self, gen_id: int) -> Generation | None:
         for gen in (self._reply, self._spec):
@@ -375,6 +425,9 @@ class Session:
     def _on_audio(self, job: TtsJob, audio: Float32Array) -> None:
         if job.gen_id == FILLER_GEN:
             self._filler = audio
+            return
+        if job.gen_id == APOLOGY_GEN:
+            self._apology = audio
             return
         gen = self._gen(job.gen_id)
         if gen is None:
@@ -425,6 +478,12 @@ class Session:
         uid = event.utterance_id
         silence = self.end_of_turn.silence_used(uid)
         self._spec_tries.pop(uid, None)
+        if uid in self._asr_failed:
+            self._asr_failed.discard(uid)
+            if not split_words(event.text) and uid not in self._ignored:
+                self._cancel_spec("no words")
+                self._apologize()  # the user's words are lost: ask them to say it again
+                return
         if uid in self._ignored:
             self._ignored.discard(uid)
             return
@@ -591,7 +650,8 @@ class Session:
         gen, self._reply = self._reply, None
         if gen is None:
             return
-        heard = self._playback.heard_text() if interrupted else gen.text.strip()
+        cut = interrupted or gen.failed
+        heard = self._playback.heard_text() if cut else gen.text.strip()
         self._emit(
             ReplyEnded(
                 audio_ms=self.now_ms,
@@ -601,7 +661,7 @@ class Session:
                 interrupted=interrupted,
             )
         )
-        if heard:
+        if heard and gen.user_text:
             self.history.add_turn(gen.user_text, heard)
         elif interrupted:
             self._unanswered = gen.user_text  # heard nothing: the next words continue it

@@ -36,8 +36,9 @@ from voice.conversation.actions import (
     TtsJob,
 )
 from voice.conversation.engines import EngineLane, Engines
+from voice.conversation.faults import make_lane
 from voice.conversation.runtime import deliver, run_job
-from voice.conversation.session import Output, Session
+from voice.conversation.session import PHRASE_GENS, Output, Session
 from voice.conversation.setup import build_session
 from voice.errors import VoiceError
 from voice.think.backend import LlmBackend, make_backend
@@ -62,14 +63,14 @@ def job_rank(job: Job, audio_ahead_ms: float = 0.0, awaiting_first_audio: bool =
     3. reply work (speech, tokens, speculation) with little audio queued ahead;
     4. partial transcripts while the user speaks (live captions);
     5. reply work with plenty of audio already queued ahead of playback;
-    6. spare-time pre-fill.
+    6. spare-time pre-fill, and phrases rendered ahead (the apology).
     """
     if isinstance(job, LlmClose):
         return 0
     if isinstance(job, AsrJob):
         return 4 if job.request.live else 1
-    if isinstance(job, PrefillJob):
-        return 6
+    if isinstance(job, PrefillJob) or (isinstance(job, TtsJob) and job.gen_id in PHRASE_GENS):
+        return 6  # spare time: pre-fill, and phrases rendered ahead (apology, filler)
     if not isinstance(job, TtsJob | LlmStep | EotJob):
         raise TypeError(f"unknown job {job!r}")
     if awaiting_first_audio:
@@ -182,6 +183,8 @@ class EngineHub:
                     for kind, (n, sec) in sorted(self.compute_by_kind.items())
                 },
                 "cancel_ms": [round(ms, 1) for ms in self.cancel_ms[-20:]],
+                # The HTTP backend's connection state ("ok", "retrying", "unreachable").
+                "llm_state": str(getattr(getattr(self.engines, "llm", None), "state", "embedded")),
             }
 
     def preload_contexts(self, count: int) -> None:
@@ -208,7 +211,8 @@ class EngineHub:
         )
         session = build_session(self.settings, engines)
         try:
-            return self.attach(HubSession(session, EngineLane(engines), context, wake))
+            lane = make_lane(engines, self.settings.conversation.job_timeout_s)
+            return self.attach(HubSession(session, lane, context, wake))
         except ServerFull:
             if context is not None:
                 with self._lock:

@@ -7,6 +7,7 @@ CPU (embedded) or the server (HTTP) at once, never keep generating for nobody.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -77,11 +78,18 @@ class _IteratorSteps:
     def step(self) -> str | None:
         return next(self._stream, None)
 
+    def cancel(self) -> None:
+        """Stop at the next delta, from any thread (even while a step is blocked)."""
+        self._cancel.set()
+
     def close(self) -> None:
         self._cancel.set()
         close = getattr(self._stream, "close", None)
         if close is not None:
-            close()
+            # ValueError: a step is still blocked in it (abandoned after a timeout);
+            # the cancel above ends it when it unblocks.
+            with contextlib.suppress(ValueError):
+                close()
 
 
 def open_steps(

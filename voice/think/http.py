@@ -41,7 +41,9 @@ class OpenAiHttpBackend:
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)
         self._path = parts.path.rstrip("/") + "/chat/completions"
-        self.state = "unknown"  # "ok" after a reply, "unreachable" after failed retries
+        # "ok" after a reply; "retrying" between attempts; "unreachable" after the last
+        # failed attempt, or a stream cut mid-reply (shown in voice serve's /healthz).
+        self.state = "unknown"
 
     @property
     def context_tokens(self) -> int:
@@ -81,6 +83,7 @@ class OpenAiHttpBackend:
                 conn.close()
                 last_error = f"{type(exc).__name__}: {exc}"
             if attempt < self.config.retries:
+                self.state = "retrying"
                 log.warning("LLM server attempt %d failed (%s); retrying", attempt + 1, last_error)
                 time.sleep(delay)
                 delay *= 2
@@ -109,9 +112,20 @@ class OpenAiHttpBackend:
         conn, response = self._open(body)
         try:
             while not (cancel is not None and cancel.is_set()):
-                line = response.readline()
-                if not line:
-                    break
+                try:
+                    line = response.readline()
+                except (OSError, http.client.HTTPException) as exc:
+                    line, cut = b"", f"{type(exc).__name__}: {exc}"
+                else:
+                    cut = "the connection closed"
+                if not line:  # a stream ends with [DONE]; this one was cut short
+                    if cancel is not None and cancel.is_set():
+                        break  # by us
+                    self.state = "unreachable"
+                    raise LlmUnavailableError(
+                        f"the LLM server at {self.config.url} stopped mid-reply ({cut}).",
+                        "Check the server's log; the next turn retries.",
+                    )
                 text = line.decode(errors="replace").strip()
                 if not text.startswith("data:"):
                     continue

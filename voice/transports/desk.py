@@ -246,7 +246,8 @@ ECHO_MODES = ("cancel", "headset", "half-duplex")
 
 def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) -> int:
     """``voice listen``: a conversation on the chosen devices until Ctrl-C (or ``stop``)."""
-    from voice.conversation.engines import EngineLane, Engines
+    from voice.conversation.engines import Engines
+    from voice.conversation.faults import make_lane
     from voice.conversation.runtime import WallClock
     from voice.conversation.setup import build_session
     from voice.events import Event
@@ -269,7 +270,7 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
     ledger = PlayedLedger()
     with (
         DeskAudio(input_device, output_device) as audio,
-        WallClock(session, EngineLane(engines)) as clock,
+        WallClock(session, make_lane(engines, session.config.job_timeout_s)) as clock,
     ):
         speaker = audio.speaker
         print(

@@ -35,7 +35,8 @@ import numpy.typing as npt
 
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.audio.wav import read_wav
-from voice.conversation.engines import EngineLane, Engines
+from voice.conversation.engines import Engines
+from voice.conversation.faults import make_lane
 from voice.conversation.runtime import VirtualClock, WallClock
 from voice.conversation.session import Output, Session
 from voice.errors import ConfigError
@@ -197,7 +198,7 @@ def simulate(
     script: Script, session: Session, engines: Engines, realtime: bool = False
 ) -> SimulationResult:
     """Play ``script`` into ``session`` and record everything that comes out."""
-    lane = EngineLane(engines)
+    lane = make_lane(engines, session.config.job_timeout_s)
     user = ScriptedUser(script)
     speaker = SimulatedSpeaker()
     result = SimulationResult(turns=script.turns)

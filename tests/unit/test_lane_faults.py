@@ -1,0 +1,84 @@
+"""The lane's step timeout and the fault-drill spec (pure logic, fake engines)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from voice.conversation.actions import TtsJob
+from voice.conversation.engines import EngineLane, Engines, EngineTimeout
+from voice.conversation.faults import Fault, FaultyLane, make_lane, parse_faults
+from voice.errors import ConfigError
+
+
+class SlowVoice:
+    """A synthesizer that blocks until released, or until aborted."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.aborted = False
+        self.calls = 0
+
+    def synthesize(self, text: str) -> Any:
+        self.calls += 1
+        if text == "hang":
+            self.release.wait(5)
+        yield np.ones(10, dtype=np.float32)
+
+    def abort(self) -> None:
+        self.aborted = True
+        self.release.set()
+
+
+def engines(voice: SlowVoice) -> Engines:
+    return Engines(asr=None, llm=None, tts=voice)  # type: ignore[arg-type]
+
+
+def test_a_hung_step_times_out_and_the_next_runs_on_a_fresh_worker() -> None:
+    voice = SlowVoice()
+    lane = EngineLane(engines(voice), timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(EngineTimeout) as caught:
+        lane.run(TtsJob(1, 0, "hang"))
+    assert 0.3 <= time.monotonic() - started < 1.0
+    assert caught.value.code == "tts_timeout" and "0.3 s" in str(caught.value)
+    assert voice.aborted  # speech can be stopped, so it was
+    assert len(lane.run(TtsJob(1, 1, "fine"))) == 10  # type: ignore[arg-type]
+
+
+def test_phrases_rendered_ahead_are_rendered_once_per_process() -> None:
+    voice = SlowVoice()
+    shared = engines(voice)
+    for _ in range(3):
+        EngineLane(shared).run(TtsJob(-1, 0, "Sorry."))
+    assert voice.calls == 1
+
+
+def test_fault_specs() -> None:
+    assert parse_faults("llm:raise@3, tts:hang@1x2") == [
+        Fault("llm", "raise", 3, 1), Fault("tts", "hang", 1, 2)
+    ]  # fmt: skip
+    assert parse_faults("") == []
+    fault = Fault("asr", "raise", 2, 2)
+    assert [fault.hits(n) for n in range(1, 5)] == [False, True, True, False]
+    for bad in ("llm:explode@1", "gpu:raise@1", "llm:raise", "llm:raise@x"):
+        with pytest.raises(ConfigError, match="ENGINE:MODE@N"):
+            parse_faults(bad)
+
+
+def test_make_lane_drills_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = engines(SlowVoice())
+    monkeypatch.delenv("VOICE_FAULTS", raising=False)
+    assert type(make_lane(shared)) is EngineLane
+    monkeypatch.setenv("VOICE_FAULTS", "tts:raise@2")
+    lane = make_lane(shared)
+    assert isinstance(lane, FaultyLane)
+    lane.run(TtsJob(-1, 0, "phrase"))  # phrases rendered ahead are not counted
+    lane.run(TtsJob(1, 0, "one"))
+    with pytest.raises(RuntimeError, match="injected tts fault"):
+        lane.run(TtsJob(1, 1, "two"))
+    lane.run(TtsJob(1, 2, "three"))
