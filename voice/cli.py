@@ -292,7 +292,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="measure latency and accuracy (not a test)")
     p.add_argument(
         "what",
-        choices=["asr", "vad", "reply", "conversation", "serve", "desk", "fuzz"],
+        choices=[
+            "asr",
+            "vad",
+            "reply",
+            "conversation",
+            "serve",
+            "desk",
+            "disconnect",
+            "soak",
+            "fuzz",
+        ],
         help="which benchmark",
     )
     p.add_argument(

@@ -1,4 +1,5 @@
-"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve|desk|fuzz``. Timing lives here.
+"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve|desk|disconnect|soak|fuzz``.
+Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
 virtual audio time that is charged for real compute (see
@@ -23,6 +24,10 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.fuzz import fuzz_protocol
 
         report = fuzz_protocol(runs=args.limit or 200_000, seconds=120)
+    elif args.what == "disconnect":
+        from voice.bench.disconnect import bench_disconnect
+
+        report = bench_disconnect(load_corpus(args.corpus), leavers=args.limit or 10)
     elif args.what == "desk":
         from voice.bench.desk import bench_desk
 

@@ -41,8 +41,9 @@ class OpenAiHttpBackend:
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)
         self._path = parts.path.rstrip("/") + "/chat/completions"
-        # "ok" after a reply; "retrying" between attempts; "unreachable" after the last
-        # failed attempt, or a stream cut mid-reply (shown in voice serve's /healthz).
+        # "ok" once the server accepts a request; "retrying" between attempts;
+        # "unreachable" after the last failed attempt, or a stream cut mid-reply
+        # (shown in voice serve's /healthz).
         self.state = "unknown"
 
     @property
@@ -69,6 +70,7 @@ class OpenAiHttpBackend:
                 conn.request("POST", self._path, body=body, headers=headers)
                 response = conn.getresponse()
                 if response.status == 200:
+                    self.state = "ok"
                     return conn, response
                 detail = response.read(500).decode(errors="replace")
                 conn.close()
