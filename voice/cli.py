@@ -301,12 +301,21 @@ def build_parser() -> argparse.ArgumentParser:
             "desk",
             "disconnect",
             "soak",
+            "hostile",
             "fuzz",
         ],
         help="which benchmark",
     )
     p.add_argument(
-        "--clients", default="1,2,3,4", help="serve: concurrent clients, e.g. 1,2,4 (one run each)"
+        "--clients",
+        default="1,2,3,4",
+        help="serve, soak: concurrent clients, e.g. 1,2,4 (one run each)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=float,
+        default=3.0,
+        help="soak: how long each N runs; hostile: minutes of speech (default 3)",
     )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")

@@ -93,3 +93,20 @@ def test_unreadable_files_give_clear_errors(tmp_path: Path) -> None:
         read_wav(tmp_path / "missing.wav")
     with pytest.raises(AudioFormatError, match="sample rate"):
         resample(np.zeros(10, np.float32), 0, 16000)
+
+
+def test_byte_swapped_speech_is_told_from_speech_noise_and_silence() -> None:
+    from conftest import clip
+
+    from voice.audio.checks import looks_byte_swapped
+    from voice.audio.format import float_to_pcm16
+
+    speech = float_to_pcm16(clip("cmu_arctic_axb_a0004", lead_s=0.0)[:16000])
+    assert looks_byte_swapped(speech) is False
+    assert looks_byte_swapped(speech.byteswap()) is True
+    softer = float_to_pcm16(clip("cmu_arctic_axb_a0004", lead_s=0.0)[:16000] * 0.3)
+    assert looks_byte_swapped(softer.byteswap()) is True
+    noise = np.random.default_rng(1).normal(0, 3000, 16000).astype(np.int16)
+    assert looks_byte_swapped(noise) is False and looks_byte_swapped(noise.byteswap()) is False
+    assert looks_byte_swapped(np.zeros(16000, np.int16)) is None
+    assert looks_byte_swapped(speech[:100]) is None

@@ -1,4 +1,4 @@
-"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve|desk|disconnect|soak|fuzz``.
+"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve|desk|disconnect|soak|hostile|fuzz``.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -24,6 +24,15 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.fuzz import fuzz_protocol
 
         report = fuzz_protocol(runs=args.limit or 200_000, seconds=120)
+    elif args.what == "hostile":
+        from voice.bench.hostile import bench_hostile
+
+        report = bench_hostile(load_corpus(args.corpus), settings, seconds=args.minutes * 60)
+    elif args.what == "soak":
+        from voice.bench.soak import bench_soak
+
+        counts = [int(n) for n in str(args.clients).split(",") if n.strip()]
+        report = bench_soak(load_corpus(args.corpus), counts, minutes=args.minutes)
     elif args.what == "disconnect":
         from voice.bench.disconnect import bench_disconnect
 

@@ -151,6 +151,12 @@ class Listener:
         return None
 
     @property
+    def buffered_samples(self) -> int:
+        """Audio held for recognition, over all utterances not yet final: bounded by
+        the recognition window however long anyone speaks."""
+        return sum(utt.size for utt in self._utterances)
+
+    @property
     def voiced_run_ms(self) -> int:
         return self.voiced_run * FRAME_MS
 

@@ -46,6 +46,13 @@ class RateGuard:
         self.admitted_s += seconds
         return True
 
+    def speed(self, now: float) -> float:
+        """Audio offered per second of wall time since the first frame (1.0 = real time;
+        2.0 when a client declares 8 kHz and sends 16 kHz)."""
+        if self._start is None:
+            return 0.0
+        return self.offered_s / max(now - self._start, self.burst_s)
+
     def flooding(self, now: float) -> bool:
         """Offered audio this far beyond real time is not jitter: cut the client off."""
         return self._start is not None and self.offered_s - (now - self._start) > self.flood_s

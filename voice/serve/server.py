@@ -34,6 +34,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from voice.audio.checks import ByteOrderWatch
 from voice.audio.format import SAMPLE_RATE
 from voice.audio.resample import Resampler, resample
 from voice.conversation.actions import Clear, Pause, Play, Resume
@@ -145,6 +146,7 @@ class Connection:
         self.rate_guard = RateGuard(config.limits.burst_s, config.limits.flood_s)
         self.transcript: TranscriptWriter | None = None
         self._too_fast_reported = -1.0
+        self._byte_order = ByteOrderWatch()
         self.loop = asyncio.get_running_loop()
         self.wake = asyncio.Event()
         self.rate = SAMPLE_RATE
@@ -295,9 +297,15 @@ class Connection:
         if now - self._too_fast_reported < 1.0:
             return False  # dropped; the client was told less than a second ago
         self._too_fast_reported = now
+        speed = self.rate_guard.speed(now)
         raise ProtocolError(
-            "audio is arriving faster than real time; the excess was dropped.",
-            "Send the microphone's audio as it is captured, 20 ms at a time.",
+            f"audio is arriving at {speed:.1f}x real time; the excess was dropped.",
+            "Send the microphone's audio as it is captured, 20 ms at a time"
+            + (
+                f", and check that hello's sample_rate ({self.rate}) is the audio's rate."
+                if speed > 1.3
+                else "."
+            ),
             code="too_fast",
         )
 
@@ -310,6 +318,15 @@ class Connection:
                     audio = parse_audio(raw, self.rate)
                     if not self._admit(audio):
                         continue
+                    if self._byte_order.add(audio):
+                        await self._report(
+                            ProtocolError(
+                                "the audio looks byte-swapped: big-endian PCM16 sounds like "
+                                "loud hiss, and is heard as words nobody said.",
+                                "Send PCM16 little-endian (see web/PROTOCOL.md).",
+                                code="byte_order",
+                            )
+                        )
                     frame = self.uplink.process(audio)
                     self.hub_session.feed(frame)
                     if self.transcript is not None:

@@ -1,0 +1,94 @@
+"""``voice bench hostile``: one user who never stops talking.
+
+Five minutes of corpus speech, joined with gaps too short to end a turn, fed
+to a session (real models, honest virtual time). Reported: the most audio the
+listener ever held for recognition (it must stay within one pass's 29 s
+however long the speech), the process's resident memory before, at most and
+after, the final transcript's length and its word error rate against the
+joined references, and the compute it took.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import psutil
+
+from voice.audio.format import SAMPLE_RATE
+from voice.bench.corpus import Clip, loud_frames
+from voice.bench.stats import wer
+from voice.config import Settings
+from voice.conversation.engines import Engines
+from voice.conversation.faults import make_lane
+from voice.conversation.runtime import VirtualClock
+from voice.conversation.setup import build_session
+from voice.events import Final
+
+GAP_S = 0.15  # between clips: well under any end-of-turn silence
+
+
+def endless_speech(clips: list[Clip], seconds: float) -> tuple[np.ndarray, str]:
+    """Speech clips end to end (their own silences trimmed) up to ``seconds``."""
+    pieces: list[np.ndarray] = []
+    texts: list[str] = []
+    total = 0
+    speech = [c for c in clips if c.kind == "speech" and c.text]
+    while total < seconds * SAMPLE_RATE:
+        for clip in speech:
+            audio = clip.audio(lead_s=0.0)
+            loud = loud_frames(audio)
+            if not len(loud):
+                continue
+            audio = audio[loud[0] * 320 : (loud[-1] + 1) * 320]
+            pieces += [audio, np.zeros(int(GAP_S * SAMPLE_RATE), dtype=np.float32)]
+            texts.append(clip.text)
+            total += len(audio) + int(GAP_S * SAMPLE_RATE)
+            if total >= seconds * SAMPLE_RATE:
+                break
+    return np.concatenate(pieces), " ".join(texts)
+
+
+def bench_hostile(clips: list[Clip], settings: Settings, seconds: float = 300.0) -> dict[str, Any]:
+    audio, reference = endless_speech(clips, seconds)
+    engines = Engines.load(settings)
+    session = build_session(settings, engines)
+    clock = VirtualClock(session, make_lane(engines, session.config.job_timeout_s))
+    process = psutil.Process()
+    rss = [process.memory_info().rss]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(1.0):
+            rss.append(process.memory_info().rss)
+
+    threading.Thread(target=sample, daemon=True).start()
+    started = time.perf_counter()
+    most = 0
+    finals: list[Final] = []
+    frames = [audio[i : i + 320] for i in range(0, len(audio), 320)]
+    silence = np.zeros(320, dtype=np.float32)
+    for frame in frames + [silence] * 1000:  # then 20 s of silence end the turn
+        clock.advance(session.now_ms + 20)
+        session.feed(frame)
+        most = max(most, session.listener.buffered_samples)
+        finals += [e for e in session.take() if isinstance(e, Final)]
+        if finals and session.now_ms > len(audio) * 1000 / SAMPLE_RATE:
+            break
+    stop.set()
+    text = " ".join(f.text for f in finals)
+    return {
+        "speech_s": round(len(audio) / SAMPLE_RATE, 1),
+        "utterances": len(finals),
+        "max_buffered_s": round(most / SAMPLE_RATE, 1),
+        "final_words": len(text.split()),
+        "reference_words": len(reference.split()),
+        "wer_percent": wer([(reference, text)]),
+        "rss_mb_before": round(rss[0] / 2**20),
+        "rss_mb_max": round(max(rss) / 2**20),
+        "rss_mb_after": round(rss[-1] / 2**20),
+        "compute_s": round(clock.compute_ms / 1000.0, 1),
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
