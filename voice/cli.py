@@ -19,6 +19,7 @@ from voice.errors import VoiceError
 
 def _settings_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML settings file (default: $VOICE_CONFIG)")
+    parser.add_argument("--persona", help="persona TOML: name, prompt, voice, greeting, ...")
     parser.add_argument("--asr-model", help="faster-whisper model: 'default', a size, or a dir")
     parser.add_argument("--asr-threads", type=int, help="CPU threads for recognition")
     parser.add_argument("--vad-aggressiveness", type=int, choices=[0, 1, 2, 3])
@@ -39,6 +40,10 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         value = getattr(args, flag, None)  # a subcommand may not have every flag
         if value is not None:
             settings.set(section, name, value)
+    if getattr(args, "persona", None):
+        from voice.assistant.persona import load_persona
+
+        settings = load_persona(args.persona).apply(settings)
     return settings
 
 

@@ -47,6 +47,7 @@ class Generation:
     llm_done: bool = False
     tts_busy: bool = False
     failed: bool = False  # an engine failed: it ends with the apology, not its text
+    said: bool = False  # text the application had the assistant say (no LLM)
     held_audio: list[tuple[int, str, Float32Array]] = field(default_factory=list)
     first_token_ms: float | None = None
     first_audio_ready_ms: float | None = None

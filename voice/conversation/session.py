@@ -30,6 +30,7 @@ Turn-taking, in brief:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -116,6 +117,7 @@ class ConversationConfig:
     # speech or one recognition window (at most 20 s of audio): normally well under 2 s.
     job_timeout_s: float = 8.0
     apology_text: str = "Sorry, something went wrong. Please say that again."  # "" = silent
+    greeting: str = ""  # said when a conversation starts (voice serve, voice listen)
 
 
 class EchoCanceller(Protocol):
@@ -128,6 +130,9 @@ class EchoCanceller(Protocol):
     """
 
     def process(self, mic: Float32Array, reference: Float32Array) -> Float32Array: ...
+
+
+BeforeReply = Callable[[str], str | None]
 
 
 class Session:
@@ -175,6 +180,13 @@ class Session:
         self._filler_sent = False
         self._apology: Float32Array | None = None
         self._asr_failed: set[int] = set()  # utterances with a failed recognition pass
+        # Between the final transcript (or a typed turn) and the LLM: return the text to
+        # answer (the same, or changed), or None when the application handled the turn
+        # itself ("louder", a game command). Never called for speculation.
+        self.before_reply: BeforeReply | None = None
+        self.push_to_talk = False  # the microphone counts only while talking is True
+        self._talking = False
+        self._next_typed = -1  # typed turns get negative utterance ids
 
     # -- clock and output ----------------------------------------------------------------
 
@@ -231,11 +243,70 @@ class Session:
         and optionally what the speaker played meanwhile, for the echo canceller."""
         if self.echo is not None and reference is not None:
             frame = self.echo.process(frame, reference)
+        if self.push_to_talk and not self._talking:
+            frame = np.zeros_like(frame)  # the clock runs on; what the mic hears does not count
         for event in self.listener.feed(frame):
             self._on_listener_event(event)
         self._watch_barge_in()
         self._watch_user_resumed()
         self._watch_filler()
+        self._update_state()
+
+    def talk(self, down: bool) -> None:
+        """Push-to-talk: the button went down (the user speaks) or up (the turn is over
+        now, no end-of-turn silence to wait for)."""
+        self._talking = down
+        if not down:
+            self.finish()
+
+    def say(self, text: str) -> int:
+        """Speak ``text`` as the assistant (a greeting, an NPC's bark) through the same
+        path as a reply: interruptible, truncated to what was heard. A reply already
+        playing is cut first (one voice at a time). Returns its reply id."""
+        self.stop_reply()
+        gen = self._new_gen(-1, "", [], speculative=False)
+        gen.said = True
+        gen.add_delta(text, self.now_ms)
+        gen.finish_text()
+        self._reply, self._playback, self._turn = gen, Playback(), None
+        self._barge.reset()
+        self._emit(
+            ReplyStarted(
+                audio_ms=self.now_ms,
+                reply_id=gen.gen_id,
+                utterance_id=-1,
+                text="",
+                speculative=False,
+            )
+        )
+        self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=gen.text))
+        self._update_state()
+        return gen.gen_id
+
+    def stop_reply(self) -> None:
+        """Stop the reply in progress now (an application's stop button, a new visitor):
+        its queued audio is cleared and history keeps what was heard."""
+        self._cancel_spec("stopped")
+        if self._reply is not None:
+            self._emit(Clear(self._reply.gen_id))
+            self._cancel_gen(self._reply)
+            self._end_reply(interrupted=True)
+        self._update_state()
+
+    def submit_text(self, text: str) -> None:
+        """A typed user turn (a text box, a game's chat): answered like a spoken one,
+        from now. It interrupts a reply in progress."""
+        if not text.strip():
+            return
+        uid, self._next_typed = self._next_typed, self._next_typed - 1
+        final = Final(
+            audio_ms=self.now_ms, utterance_id=uid, text=text.strip(), start_ms=self.now_ms,
+            end_ms=self.now_ms, compute_ms=0.0,
+        )  # fmt: skip
+        self._emit(final)
+        if self._reply is not None:
+            self._barge_in(self.now_ms)
+        self._on_final(final)
         self._update_state()
 
     def finish(self) -> None:
@@ -502,6 +573,13 @@ class Session:
             self._cancel_spec("no words")
             return
         text = self._turn_text(event.text)
+        if self.before_reply is not None:
+            answer = self.before_reply(text)
+            if answer is None:  # the application took the turn
+                self._cancel_spec("handled by the application")
+                self._unanswered = ""
+                return
+            text = answer
         spec = self._spec
         if spec is not None and spec.utterance_id == uid and same_turn_text(spec.user_text, text):
             self._spec = None
@@ -663,6 +741,8 @@ class Session:
         )
         if heard and gen.user_text:
             self.history.add_turn(gen.user_text, heard)
+        elif heard and gen.said:
+            self.history.add_said(heard)
         elif interrupted:
             self._unanswered = gen.user_text  # heard nothing: the next words continue it
         if self._turn is not None:

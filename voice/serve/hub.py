@@ -119,7 +119,8 @@ class HubSession:
 class EngineHub:
     """Owns the engine thread; ``open()`` a session per conversation, ``close()`` it after."""
 
-    def __init__(self, settings: Settings, engines: Engines, max_sessions: int = 4) -> None:
+    def __init__(self, settings: Settings, engines: Engines | None, max_sessions: int = 4) -> None:
+        """``engines`` None: a scheduler only, for sessions built elsewhere (``attach``)."""
         self.settings = settings
         self.engines = engines
         self.max_sessions = max_sessions
@@ -127,8 +128,8 @@ class EngineHub:
         self._sessions: list[HubSession] = []
         self._closing: list[HubSession] = []
         self._contexts: list[LlmBackend] = []
-        self._own_contexts = settings.llm.backend == "embedded"
-        if self._own_contexts:
+        self._own_contexts = engines is not None and settings.llm.backend == "embedded"
+        if self._own_contexts and engines is not None:
             self._contexts.append(engines.llm)
         self._served = itertools.count(1)
         self._running: HubSession | None = None  # whose job the engine thread runs now
@@ -204,6 +205,8 @@ class EngineHub:
         with self._lock:
             self._check_room()
             context = self._contexts.pop() if self._own_contexts and self._contexts else None
+        if self.engines is None:
+            raise TypeError("this hub only schedules sessions built elsewhere: use attach()")
         if self._own_contexts and context is None:
             context = self._new_context()
         engines = (

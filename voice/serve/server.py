@@ -175,6 +175,10 @@ class Connection:
             await self._close(CLOSE_TRY_AGAIN, "server full", exc.code, str(exc))
             return
         self.metrics.sessions_opened += 1
+        greeting = self.hub.settings.conversation.greeting
+        if greeting:
+            with self.hub_session.lock:
+                self.hub_session.session.say(greeting)
         if self.config.transcripts is not None:
             self.transcript = TranscriptWriter(
                 self.config.transcripts,

@@ -49,6 +49,8 @@ class TtsConfig:
             voice with its ``.onnx.json`` beside it.
         threads: onnxruntime intra-op threads, the engine's whole CPU budget.
         speaking_rate: 1.0 is the voice's own pace; 1.5 speaks 1.5 times as fast.
+        pitch: 1.0 is the voice's own pitch; 0.8 is deeper, 1.2 higher (at the same
+            pace): one voice file, several characters.
         output_rate: sample rate of the audio handed out; 16000 is the pipeline's
             internal rate, 0 means the voice's native rate (no resampling).
         first_chunk_max_chars: a reply's first spoken chunk is cut near this length
@@ -58,6 +60,7 @@ class TtsConfig:
     voice: str = "default"
     threads: int = 1
     speaking_rate: float = 1.0
+    pitch: float = 1.0
     output_rate: int = 16000
     first_chunk_max_chars: int = 24
 
@@ -121,9 +124,13 @@ class PiperTts:
         self._session = _AbortableSession(session)
         self._voice: Any = PiperVoice(session=self._session, config=piper_config)
         # The voice's own length_scale is its natural pace; dividing it by the rate keeps
-        # "1.0 = as trained" true for voices whose config is not 1.0.
+        # "1.0 = as trained" true for voices whose config is not 1.0. A pitch other than
+        # 1.0 plays the audio as if sampled at rate * pitch (higher and shorter), so it
+        # is rendered that much longer first: the pace stays the speaking rate.
+        if not 0.5 <= config.pitch <= 2.0:
+            raise ConfigError(f"tts.pitch must be within 0.5-2.0, not {config.pitch}.")
         self._syn_config = SynthesisConfig(
-            length_scale=float(piper_config.length_scale) / config.speaking_rate
+            length_scale=float(piper_config.length_scale) / config.speaking_rate * config.pitch
         )
 
     def abort(self) -> None:
@@ -167,7 +174,8 @@ class PiperTts:
                 if chunk is None or cancelled():
                     return
                 audio = np.asarray(chunk.audio_float_array, dtype=np.float32).reshape(-1)
-                audio = resample(audio, int(chunk.sample_rate), self.output_rate)
+                rate = round(int(chunk.sample_rate) * self.config.pitch)
+                audio = resample(audio, rate, self.output_rate)
                 if audio.size:
                     yield audio
         finally:

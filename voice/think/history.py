@@ -13,6 +13,8 @@ from collections.abc import Callable
 from voice.errors import VoiceError
 from voice.think.backend import LlmBackend, LlmConfig, Message
 
+MAX_KEPT_MESSAGES = 200  # far more than any context window holds
+
 
 class InputTooLongError(VoiceError):
     code = "input_too_long"
@@ -75,6 +77,29 @@ class History:
     def add_turn(self, user_text: str, assistant_text: str) -> None:
         self.turns.append(Message("user", user_text))
         self.turns.append(Message("assistant", assistant_text))
+        self._trim()
+
+    def add_said(self, assistant_text: str) -> None:
+        """Something the assistant said unprompted (a greeting): the next turn's context."""
+        if self.turns and self.turns[-1].role == "assistant":
+            self.turns[-1] = Message("assistant", f"{self.turns[-1].content} {assistant_text}")
+        else:
+            self.turns.append(Message("assistant", assistant_text))
+        self._trim()
+
+    def clear(self) -> None:
+        """Forget the conversation (a kiosk's next visitor); the persona stays."""
+        self.turns.clear()
+        self._costs.clear()
+
+    def _trim(self) -> None:
+        """Prompts only ever use the turns that fit the context; keep no more than a few
+        times that, so a conversation left running for hours holds bounded memory."""
+        if len(self.turns) > MAX_KEPT_MESSAGES:
+            dropped = self.turns[: len(self.turns) - MAX_KEPT_MESSAGES]
+            del self.turns[: len(dropped)]
+            for message in dropped:
+                self._costs.pop(message, None)
 
     def truncate_last_reply(self, heard_text: str) -> None:
         """After a barge-in, keep only what the user actually heard of the last reply."""

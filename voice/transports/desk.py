@@ -27,7 +27,7 @@ from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.audio.resample import Resampler, resample
 from voice.conversation.actions import Play
 from voice.errors import VoiceError
-from voice.transports.playback import PlaybackQueue, PlayedLedger
+from voice.transports.playback import PlaybackQueue
 
 Float32Array = npt.NDArray[np.float32]
 BLOCK_MS = 20
@@ -246,11 +246,7 @@ ECHO_MODES = ("cancel", "headset", "half-duplex")
 
 def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) -> int:
     """``voice listen``: a conversation on the chosen devices until Ctrl-C (or ``stop``)."""
-    from voice.conversation.engines import Engines
-    from voice.conversation.faults import make_lane
-    from voice.conversation.runtime import WallClock
-    from voice.conversation.setup import build_session
-    from voice.events import Event
+    from voice.assistant import Assistant
     from voice.transports.echo import EchoMeter, make_echo_canceller
 
     desk: DeskConfig = settings.desk
@@ -263,43 +259,21 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
     if desk.echo == "half-duplex":
         settings.conversation.barge_in = False
     meter = EchoMeter(make_echo_canceller() if desk.echo == "cancel" else None)
-    engines = Engines.load(settings)  # seconds: after everything that can fail fast
-    session = build_session(settings, engines)
-    session.echo = meter
-    stop = stop or threading.Event()
-    ledger = PlayedLedger()
-    with (
-        DeskAudio(input_device, output_device) as audio,
-        WallClock(session, make_lane(engines, session.config.job_timeout_s)) as clock,
-    ):
-        speaker = audio.speaker
-        print(
-            f"Listening ({audio.in_rate} Hz in, {audio.out_rate} Hz out, echo: {desk.echo}). "
-            "Speak; Ctrl-C stops.",
-            file=sys.stderr,
-            flush=True,
-        )
-        try:
-            for mic, reference in audio.frames(lambda: not stop.is_set()):
-                with clock.lock:
-                    session.feed(mic, reference)
-                    played = {r: ledger.to16(r, n) for r, n in speaker.moved().items()}
-                    for reply_id, samples in played.items():
-                        session.on_played(reply_id, samples)
-                    outputs = session.take()
-                clock.poke()
-                for item in outputs:
-                    if isinstance(item, Event):
-                        view.show(item)
-                        continue
-                    queued = speaker.act(item)
-                    if isinstance(item, Play):
-                        ledger.queued(item.reply_id, len(item.audio), queued)
-                for reply_id, samples in played.items():
-                    view.played(reply_id, samples)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            view.close()
-            print(meter.summary(), file=sys.stderr, flush=True)
+    assistant = Assistant(settings)  # seconds: after everything that can fail fast
+    assistant.session.echo = meter
+    assistant.on("*", view.show)
+    if settings.conversation.greeting:
+        assistant.say(settings.conversation.greeting)
+
+    def ready(devices: str) -> None:
+        print(f"Listening ({devices}, echo: {desk.echo}). Speak; Ctrl-C stops.",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    try:
+        assistant.run_desk(input_device, output_device, view, stop, ready)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        view.close()
+        print(meter.summary(), file=sys.stderr, flush=True)
     return 0

@@ -1,0 +1,177 @@
+"""The embedding API's logic with fake engines: typed turns, say(), hooks, callbacks,
+async events, push-to-talk, reset, history bounds and personas. Real models are in
+tests/component/test_assistant.py."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import LoudIsSpeech
+from test_conversation_core import REPLY, FakeAsr, FakeLlm, FakeTts
+
+from voice.assistant import Assistant, Persona, load_persona
+from voice.config import Settings
+from voice.conversation.engines import Engines
+from voice.errors import ConfigError
+from voice.events import Event
+from voice.think.history import MAX_KEPT_MESSAGES, History
+
+BLOCK = np.zeros(320, np.float32)
+
+
+def assistant(persona: Persona | None = None) -> Assistant:
+    return Assistant(Settings(), persona, engines=Engines(FakeAsr(), FakeLlm(), FakeTts()))
+
+
+def run_for(bot: Assistant, seconds: float) -> np.ndarray:
+    """Feed silent microphone blocks at a little faster than real time; what played."""
+    out = []
+    for _ in range(int(seconds / 0.02)):
+        out.append(bot.process(BLOCK))
+        time.sleep(0.002)  # the engine thread runs the jobs meanwhile
+    return np.concatenate(out)
+
+
+def test_say_is_spoken_through_the_reply_path_and_remembered() -> None:
+    seen: list[Event] = []
+    with assistant() as bot:
+        bot.on("*", seen.append)
+        reply_id = bot.say("Welcome to the museum.")
+        played = run_for(bot, 3.5)
+    kinds = [e.type for e in seen]
+    assert kinds.index("reply_start") < kinds.index("audio_chunk") < kinds.index("reply_end")
+    (end,) = [e for e in seen if e.type == "reply_end"]
+    assert end.reply_id == reply_id and end.heard_text == "Welcome to the museum."  # type: ignore[attr-defined]
+    assert np.abs(played).max() > 0  # it came out of process()
+    assert bot.session.history.turns[-1].content == "Welcome to the museum."
+
+
+def test_a_typed_turn_is_answered_and_the_hook_can_take_it() -> None:
+    finals: list[str] = []
+    replies: list[str] = []
+    with assistant() as bot:
+        bot.on("final", lambda e: finals.append(e.text))  # type: ignore[attr-defined]
+
+        @bot.on_reply
+        def heard(event):  # type: ignore[no-untyped-def]
+            replies.append(event.heard_text)
+
+        @bot.before_reply
+        def commands(text: str) -> str | None:
+            if "louder" in text:
+                bot.say("Okay.")
+                return None
+            return text.upper()
+
+        bot.send_text("make it louder")
+        run_for(bot, 1.0)
+        bot.send_text("hello there")
+        run_for(bot, 12.0)
+    assert finals == ["make it louder", "hello there"]
+    assert replies == ["Okay.", REPLY]
+    # The hook changed what the LLM was asked.
+    assert [m.content for m in bot.session.history.turns if m.role == "user"] == ["HELLO THERE"]
+
+
+def test_events_as_an_async_iterator() -> None:
+    async def main() -> list[str]:
+        with assistant() as bot:
+            kinds: list[str] = []
+
+            async def consume() -> None:
+                async for event in bot.events():
+                    kinds.append(event.type)
+                    if event.type == "reply_end":
+                        return
+
+            task = asyncio.create_task(consume())
+            await asyncio.sleep(0)
+            bot.say("Hi.")
+            for _ in range(200):
+                bot.process(BLOCK)
+                await asyncio.sleep(0.005)
+                if task.done():
+                    break
+            await asyncio.wait_for(task, 5)
+            return kinds
+
+    kinds = asyncio.run(main())
+    assert kinds[0] == "reply_start" and kinds[-1] == "reply_end"
+
+
+def test_push_to_talk_ignores_the_mic_until_the_button_is_down() -> None:
+    with assistant() as bot:
+        bot.session.listener.classifier = LoudIsSpeech()  # the fake ears' VAD
+        bot.push_to_talk = True
+        loud = np.full(320, 0.3, np.float32)
+        for _ in range(50):
+            bot.process(loud)  # button up: heard as silence
+        assert bot.session.listener.open_utterance is None
+        bot.talk(True)
+        for _ in range(50):
+            bot.process(loud)
+        assert bot.state in ("user_speaking", "speculating")
+        bot.talk(False)  # released: the turn ends now, no silence to wait for
+        assert bot.session.listener.open_utterance is None
+
+
+def test_reset_stops_the_reply_and_forgets_the_visitor() -> None:
+    with assistant() as bot:
+        bot.send_text("hello")
+        run_for(bot, 1.0)
+        bot.reset()
+        run_for(bot, 0.2)
+        assert bot.state == "listening" and bot.session.history.turns == []
+
+
+def test_history_stays_bounded_however_long_it_runs() -> None:
+    history = History("Be brief.", 2048, 100, lambda ms: sum(len(m.content) for m in ms))
+    for k in range(1000):
+        history.add_turn(f"question {k}", f"answer {k}")
+    assert len(history.turns) == MAX_KEPT_MESSAGES
+    assert history.turns[-1].content == "answer 999"
+    assert history.prompt_for("next")[-1].content == "next"
+
+
+def test_personas_change_prompt_voice_and_manners(tmp_path: Path) -> None:
+    path = tmp_path / "brom.toml"
+    path.write_text(
+        'name = "Brom"\nsystem_prompt = "You are Brom, a blacksmith."\nspeaking_rate = 0.8\n'
+        'pitch = 0.85\ngreeting = "What?"\nreply_length = "long"\nbarge_in = "low"\n'
+        'backchannels = "aye hmm"\n'
+    )
+    persona = load_persona(path)
+    settings = persona.apply(Settings())
+    assert settings.llm.system_prompt.startswith("You are Brom, a blacksmith.")
+    assert "five sentences" in settings.llm.system_prompt and settings.llm.max_reply_tokens == 160
+    assert (settings.tts.speaking_rate, settings.tts.pitch) == (0.8, 0.85)
+    assert settings.conversation.barge_in_pause_ms == 250
+    assert settings.conversation.backchannels == "aye hmm"
+    assert settings.conversation.greeting == "What?"
+    assert Settings().llm.system_prompt != settings.llm.system_prompt  # a copy was changed
+    off = Persona(name="Quiet", barge_in="off").apply(Settings())
+    assert off.conversation.barge_in is False
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('name = "X"\ncolour = "red"\n', "unknown key"),
+        ('name = "X"\nreply_length = "epic"\n', "reply_length"),
+        ('name = "X"\npitch = 3.0\n', "pitch"),
+        ('name = "X"\nspeaking_rate = "fast"\n', "speaking_rate"),
+        ("name = ", "not valid TOML"),
+        ('name = " "\n', "needs a name"),
+    ],
+)
+def test_bad_persona_files_say_what_is_wrong(tmp_path: Path, text: str, match: str) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        load_persona(path)
+    with pytest.raises(ConfigError, match="no persona file"):
+        load_persona(tmp_path / "missing.toml")

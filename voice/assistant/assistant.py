@@ -1,0 +1,304 @@
+"""The embedding API: one assistant, its models, its conversation, and its audio loop.
+
+```python
+from voice import Assistant
+
+with Assistant(persona="examples/personas/guide.toml") as bot:
+    bot.on("reply_text", lambda e: print(e.text, end=""))
+
+    @bot.before_reply
+    def commands(text):            # between the final transcript and the LLM
+        if "louder" in text.lower():
+            bot.say("Okay, louder.")
+            return None            # handled: no LLM reply
+        return text                # answer this (the same, or changed)
+
+    bot.say(bot.persona.greeting)  # spoken like a reply: interruptible
+    bot.send_text("Where is the exit?")   # a typed turn
+    out = bot.process(mic_block)   # frames in (16 kHz mono float), frames out
+```
+
+The conversation core (:class:`voice.conversation.session.Session`) runs on
+audio time: the assistant's clock is the microphone audio it is fed. Its jobs
+run on the model pool's one engine thread, shared with the pool's other
+assistants (:class:`voice.serve.hub.EngineHub`); every public method may be
+called from any thread. Events go to callbacks (on
+the thread that fed the audio or ran the job) and to ``async for`` iterators
+(on their event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.assistant.persona import Persona, load_persona
+from voice.assistant.pool import ModelPool, default_pool
+from voice.audio.format import SAMPLE_RATE
+from voice.config import Settings, load_settings
+from voice.conversation.actions import Action, Play
+from voice.conversation.engines import Engines
+from voice.conversation.faults import make_lane
+from voice.conversation.session import BeforeReply, Output, Session
+from voice.conversation.setup import build_session
+from voice.events import Event, ReplyEnded
+from voice.serve.hub import HubSession
+from voice.transports.playback import PlaybackQueue
+
+Float32Array = npt.NDArray[np.float32]
+Callback = Callable[[Event], None]
+
+
+class Assistant:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        persona: Persona | str | Path | None = None,
+        pool: ModelPool | None = None,
+        engines: Engines | None = None,
+    ) -> None:
+        """``settings``: defaults, then ``voice.toml``/``$VOICE_CONFIG`` and ``VOICE_*``
+        if not given. ``persona``: a :class:`Persona` or the path of its TOML file.
+        ``pool``: where models are shared (the process-wide pool by default);
+        ``engines``: engines of one's own instead (tests, custom backends)."""
+        if isinstance(persona, str | Path):
+            persona = load_persona(persona)
+        self.persona = persona or Persona(name="Assistant")
+        base = settings if settings is not None else load_settings()
+        self.settings = self.persona.apply(base) if persona is not None else base
+        self.pool = pool or default_pool()
+        self.engines = engines or self.pool.engines_for(self.settings)
+        self.session: Session = build_session(self.settings, self.engines)
+        lane = make_lane(self.engines, self.settings.conversation.job_timeout_s)
+        self._hub_session = HubSession(self.session, lane, None, lambda: None)
+        self.lock = self._hub_session.lock
+        self._callbacks: dict[str, list[Callback]] = {}
+        self._streams: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event]]] = []
+        self._speaker = PlaybackQueue()  # for process(): what plays, block by block
+        self._started = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Assistant:
+        """Put the conversation on the engine thread (``with assistant:`` does this)."""
+        if not self._started:
+            if self._hub_session.closed:  # started before: a fresh lane on the same session
+                lane = make_lane(self.engines, self.settings.conversation.job_timeout_s)
+                self._hub_session = HubSession(self.session, lane, None, lambda: None)
+                self.lock = self._hub_session.lock
+            self.pool.scheduler.attach(self._hub_session)
+            self._started = True
+        return self
+
+    def close(self) -> None:
+        """Stop its work (a step running now is the last) and leave the engine thread."""
+        if self._started:
+            self.pool.scheduler.close(self._hub_session)
+            self._started = False
+
+    def __enter__(self) -> Assistant:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what it hears and says ------------------------------------------------------------
+
+    def process(self, mic: Float32Array) -> Float32Array:
+        """One block of a duplex audio loop (a game engine's audio callback, a sound
+        card): the microphone's samples in, 16 kHz mono float of any length; the same
+        number of samples out, to play now. Reply audio, pauses, resumes and barge-in
+        clears are all handled here."""
+        mic = np.asarray(mic, dtype=np.float32).reshape(-1)
+        out, moved = self._speaker.take(len(mic))
+        played = {reply_id: self._speaker.played[reply_id] for reply_id in moved}
+        for action in self.feed(mic, reference=out, played=played):
+            self._speaker.act(action)
+        return out
+
+    def feed(
+        self,
+        mic: Float32Array,
+        reference: Float32Array | None = None,
+        played: dict[int, int] | None = None,
+    ) -> list[Action]:
+        """The low-level loop for a player of one's own: microphone audio (and what
+        played meanwhile, for echo cancellation), the total samples played so far per
+        reply id; returns the output actions to carry out (``Play``, ``Pause``,
+        ``Resume``, ``Clear``, see :mod:`voice.conversation.actions`)."""
+        with self.lock:
+            self.session.feed(mic, reference)
+            for reply_id, samples in (played or {}).items():
+                self.session.on_played(reply_id, samples)
+            outputs = self.session.take()
+        self.pool.scheduler.poke()
+        return self._dispatch(outputs)
+
+    def say(self, text: str) -> int:
+        """Have the assistant say ``text`` (a greeting, a bark): spoken like a reply,
+        interruptible, remembered as heard. Returns its reply id."""
+        reply_id: int = self._act(lambda: self.session.say(text))
+        return reply_id
+
+    def send_text(self, text: str) -> None:
+        """A typed user turn, answered like a spoken one."""
+        self._act(lambda: self.session.submit_text(text))
+
+    def greet(self) -> int | None:
+        """Say the persona's greeting, if it has one."""
+        return self.say(self.persona.greeting) if self.persona.greeting else None
+
+    def talk(self, down: bool) -> None:
+        """Push-to-talk: the button went down or up (set ``push_to_talk`` first)."""
+        self._act(lambda: self.session.talk(down))
+
+    @property
+    def push_to_talk(self) -> bool:
+        return self.session.push_to_talk
+
+    @push_to_talk.setter
+    def push_to_talk(self, on: bool) -> None:
+        self.session.push_to_talk = on
+
+    def reset(self) -> None:
+        """Forget the conversation (a kiosk's next visitor): history is cleared, the
+        reply in progress is stopped; persona and models stay."""
+
+        def forget() -> None:
+            self.session.stop_reply()
+            self.session.history.clear()
+
+        self._act(forget)
+
+    @property
+    def state(self) -> str:
+        return self.session.state
+
+    def _act(self, change: Callable[[], Any]) -> Any:
+        """Change the conversation; what it says comes out of the next feed/process."""
+        with self.lock:
+            result = change()
+        self.pool.scheduler.poke()
+        return result
+
+    # -- transports --------------------------------------------------------------------------
+
+    def run_audio(
+        self, mic: Float32Array, block_s: float = 0.02, stop: threading.Event | None = None
+    ) -> Float32Array:
+        """The file transport: play ``mic`` (16 kHz mono float, e.g. a recording) in
+        as the microphone, at real time, and return what the assistant played over the
+        same span. Silence after it gives replies time to finish."""
+        block = int(block_s * SAMPLE_RATE)
+        out = []
+        started = time.monotonic()
+        with self:
+            for k, i in enumerate(range(0, len(mic), block)):
+                if stop is not None and stop.is_set():
+                    break
+                out.append(self.process(mic[i : i + block]))
+                time.sleep(max(0.0, started + (k + 1) * block_s - time.monotonic()))
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
+
+    def run_silent(self, stop: threading.Event, block_s: float = 0.02) -> None:
+        """No microphone and no speaker (text only, or a game without audio yet): the
+        clock runs on silence at real time and replies play into nothing, so they end
+        when they would have been heard. Returns when ``stop`` is set."""
+        silence = np.zeros(int(block_s * SAMPLE_RATE), dtype=np.float32)
+        started = time.monotonic()
+        k = 0
+        with self:
+            while not stop.is_set():
+                self.process(silence)
+                k += 1
+                time.sleep(max(0.0, started + k * block_s - time.monotonic()))
+
+    def run_desk(
+        self,
+        input_device: int | None = None,
+        output_device: int | None = None,
+        view: Any = None,
+        stop: threading.Event | None = None,
+        ready: Callable[[str], None] | None = None,
+    ) -> None:
+        """Talk through the sound card (PortAudio via sounddevice) until ``stop`` is set
+        or Ctrl-C; ``view`` (optional) is told what the user has heard
+        (``view.played(reply_id, samples)``, see :class:`TerminalView`); ``ready`` is
+        called with the devices' rates once they are open."""
+        from voice.transports.desk import DeskAudio, pick_device
+        from voice.transports.playback import PlayedLedger
+
+        if input_device is None:
+            input_device = pick_device(None, "input")
+        if output_device is None:
+            output_device = pick_device(None, "output")
+        stop = stop or threading.Event()
+        ledger = PlayedLedger()  # the device's rate -> the session's 16 kHz count
+        with self, DeskAudio(input_device, output_device) as audio:
+            if ready is not None:
+                ready(f"{audio.in_rate} Hz in, {audio.out_rate} Hz out")
+            speaker = audio.speaker
+            for mic, reference in audio.frames(lambda: not stop.is_set()):
+                played = {r: ledger.to16(r, n) for r, n in speaker.moved().items()}
+                for action in self.feed(mic, reference, played):
+                    queued = speaker.act(action)
+                    if isinstance(action, Play):
+                        ledger.queued(action.reply_id, len(action.audio), queued)
+                if view is not None:
+                    for reply_id, samples in played.items():
+                        view.played(reply_id, samples)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def on(self, kind: str, callback: Callback | None = None) -> Any:
+        """Call ``callback(event)`` for every event of ``kind`` (``"final"``,
+        ``"reply_text"``, ... see :mod:`voice.events`; ``"*"`` for all). Usable as a
+        decorator: ``@assistant.on("final")``."""
+
+        def register(fn: Callback) -> Callback:
+            self._callbacks.setdefault(kind, []).append(fn)
+            return fn
+
+        return register if callback is None else register(callback)
+
+    def before_reply(self, hook: BeforeReply) -> BeforeReply:
+        """Decorator: ``hook(text)`` runs between the user's final words and the LLM;
+        it returns the text to answer, or None if it handled the turn itself."""
+        self.session.before_reply = hook
+        return hook
+
+    def on_reply(self, callback: Callable[[ReplyEnded], None]) -> Callable[[ReplyEnded], None]:
+        """Decorator: ``callback(reply_end_event)`` after each reply, with what was
+        heard of it and whether it was interrupted."""
+        self.on("reply_end", lambda event: callback(event))  # type: ignore[arg-type]
+        return callback
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event from now on, as an async iterator (on the caller's loop)."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        entry = (asyncio.get_running_loop(), queue)
+        self._streams.append(entry)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._streams.remove(entry)
+
+    def _dispatch(self, outputs: list[Output]) -> list[Action]:
+        actions: list[Action] = []
+        for item in outputs:
+            if not isinstance(item, Event):
+                actions.append(item)
+                continue
+            for callback in self._callbacks.get(item.type, []) + self._callbacks.get("*", []):
+                callback(item)
+            for loop, queue in list(self._streams):
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+        return actions

@@ -1,0 +1,117 @@
+"""Personas: who the assistant is, in a small TOML file.
+
+```toml
+name = "Brom"
+system_prompt = "You are Brom, the village blacksmith. Gruff, proud of your work."
+voice = "default"          # a Piper voice: "default" or a path to a .onnx
+speaking_rate = 0.85       # 1.0 is the voice's own pace
+pitch = 0.85               # 1.0 is the voice's own pitch; lower is deeper
+greeting = "What do you want? I'm busy."
+reply_length = "short"     # short (one sentence), medium (two or three), long
+backchannels = "aye hmm yeah uh-huh"   # words that do not interrupt it
+barge_in = "low"           # how easily speech over it stops it: off, low, normal, high
+```
+
+Everything is optional except ``name``. A persona changes a copy of the
+settings (the LLM's system prompt and reply length, the voice, the turn-taking
+knobs); the models themselves are shared by every persona that uses them.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from voice.config import Settings
+from voice.errors import ConfigError
+
+# reply_length -> (an instruction for the model, a hard cap in tokens)
+REPLY_LENGTHS = {
+    "short": ("Answer in one short sentence.", 40),
+    "medium": ("Answer in two or three short sentences.", 90),
+    "long": ("Answer in up to five sentences.", 160),
+}
+# barge_in -> the voiced run over a reply that pauses it (ms); None = half-duplex
+BARGE_IN = {"off": None, "low": 250, "normal": 80, "high": 50}
+
+
+@dataclass(frozen=True)
+class Persona:
+    name: str
+    system_prompt: str = ""
+    voice: str = "default"
+    speaking_rate: float = 1.0
+    pitch: float = 1.0
+    greeting: str = ""
+    reply_length: str = "short"
+    backchannels: str = ""  # "" keeps the default list
+    barge_in: str = "normal"
+
+    def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise ConfigError("a persona needs a name.", 'Add name = "..." to the file.')
+        if self.reply_length not in REPLY_LENGTHS:
+            raise ConfigError(
+                f"persona {self.name}: reply_length {self.reply_length!r} is not one of "
+                f"{', '.join(REPLY_LENGTHS)}."
+            )
+        if self.barge_in not in BARGE_IN:
+            raise ConfigError(
+                f"persona {self.name}: barge_in {self.barge_in!r} is not one of "
+                f"{', '.join(BARGE_IN)}."
+            )
+        for knob in ("speaking_rate", "pitch"):
+            value = getattr(self, knob)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"persona {self.name}: {knob} must be a number, not {value!r}.")
+            if not 0.5 <= value <= 2.0:
+                raise ConfigError(f"persona {self.name}: {knob} {value} is outside 0.5-2.0.")
+
+    def apply(self, settings: Settings) -> Settings:
+        """A copy of ``settings`` with this persona's voice, prompt and manners."""
+        out = copy.deepcopy(settings)
+        instruction, tokens = REPLY_LENGTHS[self.reply_length]
+        prompt = self.system_prompt.strip() or settings.llm.system_prompt
+        out.llm.system_prompt = (
+            f"{prompt} Your replies are spoken aloud: plain words, no lists, markdown or "
+            f"emoji. {instruction}"
+        )
+        out.llm.max_reply_tokens = tokens
+        out.tts.voice = self.voice
+        out.tts.speaking_rate = self.speaking_rate
+        out.tts.pitch = self.pitch
+        out.conversation.greeting = self.greeting
+        if self.backchannels.strip():
+            out.conversation.backchannels = self.backchannels
+        pause_ms = BARGE_IN[self.barge_in]
+        out.conversation.barge_in = pause_ms is not None
+        if pause_ms is not None:
+            out.conversation.barge_in_pause_ms = pause_ms
+        return out
+
+
+def load_persona(path: str | Path) -> Persona:
+    """Read a persona file; a missing file or an unknown key is a clear error."""
+    source = Path(path)
+    try:
+        data: dict[str, Any] = tomllib.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"no persona file at {source}.", "See examples/personas/ for the format."
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"persona file {source} is not valid TOML: {exc}.") from exc
+    known = {f.name for f in fields(Persona)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(
+            f"persona file {source}: unknown key(s) {', '.join(unknown)}.",
+            f"Known keys: {', '.join(sorted(known))}.",
+        )
+    for key, value in data.items():
+        if key not in ("speaking_rate", "pitch") and not isinstance(value, str):
+            raise ConfigError(f"persona file {source}: {key} must be text, not {value!r}.")
+    return Persona(**data)

@@ -1,0 +1,79 @@
+"""Loaded models, shared by every assistant in the process.
+
+Two NPCs and a narrator must not load Whisper three times. The pool hands each
+assistant an :class:`Engines` whose recogniser is shared outright (it keeps no
+per-conversation state), whose voice is shared by every persona with the same
+voice, pace and pitch, and whose language model is its own llama.cpp context
+(the KV cache is per conversation) over the same memory-mapped weights, so the
+weights are in memory once.
+
+The pool also owns the one engine thread that runs every assistant's jobs
+(:attr:`scheduler`, an :class:`voice.serve.hub.EngineHub`): two cores run one
+heavy pass well and several badly, so two NPCs share the CPU by urgency (a
+final transcript before another's pre-fill) instead of fighting over it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from voice.config import Settings
+from voice.conversation.engines import Engines
+from voice.listen.runner import Recognizer
+from voice.listen.setup import build_engine
+from voice.serve.hub import EngineHub
+from voice.speak.reply import Synthesizer
+from voice.speak.tts import PiperTts
+from voice.think.backend import make_backend
+
+
+class ModelPool:
+    def __init__(self, max_assistants: int = 16) -> None:
+        self._lock = threading.Lock()
+        self._asr: dict[str, Recognizer] = {}
+        self._tts: dict[str, tuple[Synthesizer, dict[str, object]]] = {}
+        self.max_assistants = max_assistants
+        self._scheduler: EngineHub | None = None
+
+    @property
+    def scheduler(self) -> EngineHub:
+        """The engine thread shared by this pool's assistants (started on first use)."""
+        with self._lock:
+            if self._scheduler is None:
+                self._scheduler = EngineHub(Settings(), None, self.max_assistants).start()
+            return self._scheduler
+
+    def engines_for(self, settings: Settings) -> Engines:
+        """Engines for one conversation with these settings (loads what is missing)."""
+        threads = settings.conversation.lane_threads
+        tts_config = dataclasses.replace(settings.tts, output_rate=16000, threads=threads)
+        llm_config = dataclasses.replace(settings.llm, threads=threads, threads_batch=threads)
+        with self._lock:
+            asr_key = repr(settings.asr)
+            if asr_key not in self._asr:
+                self._asr[asr_key] = build_engine(settings)
+            tts_key = repr(tts_config)
+            if tts_key not in self._tts:
+                self._tts[tts_key] = (PiperTts(tts_config), {})
+            tts, phrases = self._tts[tts_key]
+            asr = self._asr[asr_key]
+        llm = make_backend(llm_config)  # its own context; the weights are shared (mmap)
+        return Engines(asr=asr, llm=llm, tts=tts, phrases=phrases)
+
+    @property
+    def loaded(self) -> dict[str, int]:
+        """How many recognisers and voices are loaded (each once, however many users)."""
+        with self._lock:
+            return {"asr": len(self._asr), "tts": len(self._tts)}
+
+
+_default: ModelPool | None = None
+
+
+def default_pool() -> ModelPool:
+    """The process-wide pool that assistants use unless given another."""
+    global _default
+    if _default is None:
+        _default = ModelPool()
+    return _default
