@@ -9,6 +9,7 @@ const MAX_RETRY_S = 10;
 const $ = (id) => document.getElementById(id);
 const ui = {
   toggle: $("toggle"),
+  talk: $("talk"),
   state: $("state"),
   notice: $("notice"),
   conversation: $("conversation"),
@@ -40,6 +41,7 @@ const S = {
   playedSamples: 0,
   stops: 0,
   retry: 0,
+  talking: false, // push-to-talk button held (the first press turns push-to-talk on)
   dirty: true,
 };
 window.voiceState = S;
@@ -272,6 +274,8 @@ function render() {
   ui.partial.textContent = S.partial;
   ui.toggle.textContent = S.running ? "Stop" : "Start";
   ui.toggle.classList.toggle("running", S.running);
+  ui.talk.hidden = !S.running;
+  ui.talk.classList.toggle("held", S.talking);
   for (const turn of S.turns) {
     if (!turn.dirty) continue;
     turn.dirty = false;
@@ -291,4 +295,17 @@ function render() {
 }
 
 ui.toggle.addEventListener("click", () => (S.running ? stop() : start()));
+
+// Push-to-talk (a kiosk in a noisy hall): hold the button while speaking; releasing it
+// ends the turn at once. Until it is first pressed, the page is always listening.
+function talk(down) {
+  if (S.talking === down) return;
+  S.talking = down;
+  S.dirty = true;
+  if (S.ws && S.ready) S.ws.send(JSON.stringify({ type: "talk", down }));
+}
+ui.talk.addEventListener("pointerdown", (e) => { e.preventDefault(); talk(true); });
+for (const end of ["pointerup", "pointercancel", "pointerleave"]) {
+  ui.talk.addEventListener(end, () => talk(false));
+}
 requestAnimationFrame(render);

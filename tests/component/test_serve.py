@@ -237,3 +237,47 @@ def test_the_web_client_is_served_with_the_right_types(voice_server: VoiceServer
     assert get("/PROTOCOL.md")[0] == 200
     assert get("/../pyproject.toml")[0] == 404
     assert get("/nothing-here.js")[0] == 404
+
+
+def test_push_to_talk_hears_only_while_held_and_ends_the_turn_on_release(
+    voice_server: VoiceServer,
+) -> None:
+    hello = {"type": "hello", "protocol": 1, "sample_rate": 16000, "format": "pcm16"}
+    speech = clip("cmu_arctic_axb_a0004", lead_s=0.2)
+    pcm = (np.clip(speech, -1, 0.99997) * 32768).astype("<i2").tobytes()
+
+    async def send_audio(ws: Any, data: bytes) -> None:
+        for i in range(0, len(data), 640):
+            await ws.send(data[i : i + 640])
+            await asyncio.sleep(0.02)
+
+    async def main() -> tuple[list[dict[str, Any]], float, float]:
+        messages: list[dict[str, Any]] = []
+        async with connect(voice_server.ws_url, max_size=2**20) as ws:
+            await ws.send(json.dumps(hello))
+
+            async def receive() -> None:
+                async for raw in ws:
+                    if isinstance(raw, str):
+                        messages.append({**json.loads(raw), "_t": time.monotonic()})
+
+            receiver = asyncio.create_task(receive())
+            await ws.send(json.dumps({"type": "talk", "down": False}))  # push-to-talk on
+            await send_audio(ws, pcm)  # button up: not heard
+            await ws.send(json.dumps({"type": "talk", "down": True}))
+            await send_audio(ws, pcm)
+            released = time.monotonic()
+            await ws.send(json.dumps({"type": "talk", "down": False}))
+            await send_audio(ws, b"\x00\x00" * 16000 * 3)
+            receiver.cancel()
+            finals = [m for m in messages if m["type"] == "final" and m["text"]]
+            return messages, released, finals[0]["_t"] if finals else float("inf")
+
+    messages, released, final_t = run(main())
+    starts = [m for m in messages if m["type"] == "speech_start"]
+    assert len(starts) == 1 and starts[0]["_t"] > released - 3.5  # only the held speech
+    (final,) = [m for m in messages if m["type"] == "final" and m["text"]]
+    assert "glad to see you" in final["text"].lower()
+    # Released: the turn ended at once, not after the end-of-turn silence (600 ms+).
+    assert final_t - released < 1.5
+    assert any(m["type"] == "reply_start" for m in messages)

@@ -16,6 +16,7 @@ from voice.serve.protocol import (
     Played,
     ProtocolError,
     ProtocolViolation,
+    Talk,
     downlink_frame,
     parse_audio,
     parse_downlink,
@@ -31,6 +32,15 @@ def test_hello_negotiates_a_rate() -> None:
 
 def test_played_reports_a_position() -> None:
     assert parse_text('{"type": "played", "reply_id": 3, "samples": 320}') == Played(3, 320)
+
+
+def test_talk_is_push_to_talk() -> None:
+    assert parse_text('{"type": "talk", "down": true}') == Talk(True)
+    assert parse_text('{"type": "talk", "down": false}') == Talk(False)
+    for bad in ('{"type": "talk"}', '{"type": "talk", "down": 1}'):
+        with pytest.raises(ProtocolError) as caught:
+            parse_text(bad)
+        assert caught.value.code == "bad_field"
 
 
 @pytest.mark.parametrize(

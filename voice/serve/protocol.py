@@ -77,7 +77,16 @@ class Played:
     samples: int
 
 
-ClientMessage = Hello | Played
+@dataclass(frozen=True)
+class Talk:
+    """Push-to-talk: the user pressed (``down``) or released the talk button. The first
+    one puts the session in push-to-talk mode: the microphone counts only while the
+    button is down, and releasing it ends the turn at once."""
+
+    down: bool
+
+
+ClientMessage = Hello | Played | Talk
 
 
 def _int_field(data: dict[str, Any], name: str, low: int, high: int) -> int:
@@ -116,7 +125,7 @@ def parse_text(raw: str | bytes) -> ClientMessage:
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise ProtocolError(
             "a message must be a JSON object with a string 'type'.",
-            "Known types: hello, played.",
+            "Known types: hello, played, talk.",
             code="bad_message",
         )
     kind = data["type"]
@@ -141,8 +150,19 @@ def parse_text(raw: str | bytes) -> ClientMessage:
         return Played(
             _int_field(data, "reply_id", 0, 2**31 - 1), _int_field(data, "samples", 0, 2**31 - 1)
         )
+    if kind == "talk":
+        down = data.get("down")
+        if not isinstance(down, bool):
+            raise ProtocolError(
+                f"talk needs 'down': true or false, not {down!r}.",
+                'Send {"type": "talk", "down": true} when the button is pressed.',
+                code="bad_field",
+            )
+        return Talk(down)
     raise ProtocolError(
-        f"unknown message type {kind!r}.", "Known types: hello, played.", code="unknown_type"
+        f"unknown message type {kind!r}.",
+        "Known types: hello, played, talk.",
+        code="unknown_type",
     )
 
 

@@ -57,6 +57,7 @@ from voice.serve.protocol import (
     Played,
     ProtocolError,
     ProtocolViolation,
+    Talk,
     downlink_frame,
     error_message,
     message,
@@ -341,6 +342,12 @@ class Connection:
                     parsed = parse_text(raw)
                     if isinstance(parsed, Played):
                         self._on_played(parsed)
+                    elif isinstance(parsed, Talk):
+                        with self.hub_session.lock:
+                            self.hub_session.session.push_to_talk = True
+                            self.hub_session.session.talk(parsed.down)
+                        self.hub.poke()
+                        self.wake.set()
                     else:
                         raise ProtocolError("hello was already received.", code="unexpected")
                 self.errors_in_a_row = 0
