@@ -175,3 +175,17 @@ def test_bad_persona_files_say_what_is_wrong(tmp_path: Path, text: str, match: s
         load_persona(path)
     with pytest.raises(ConfigError, match="no persona file"):
         load_persona(tmp_path / "missing.toml")
+
+
+def test_the_cli_applies_a_persona_to_every_command_that_converses() -> None:
+    from voice.cli import _settings, build_parser
+
+    root = Path(__file__).resolve().parents[2]
+    for command in ("serve", "listen", "simulate"):
+        args = build_parser().parse_args(
+            [command, "--persona", str(root / "examples" / "personas" / "brom.toml")]
+        )
+        settings = _settings(args)
+        assert settings.llm.system_prompt.startswith("You are Brom")
+        assert settings.conversation.greeting == "Hmph. Looking for steel?"
+        assert (settings.tts.speaking_rate, settings.tts.pitch) == (0.85, 0.8)
