@@ -264,10 +264,18 @@ class Session:
         path as a reply: interruptible, truncated to what was heard. A reply already
         playing is cut first (one voice at a time). Returns its reply id."""
         self.stop_reply()
-        gen = self._new_gen(-1, "", [], speculative=False)
+        gen = self._start_own_reply()
         gen.said = True
         gen.add_delta(text, self.now_ms)
         gen.finish_text()
+        self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=gen.text))
+        self._update_state()
+        return gen.gen_id
+
+    def _start_own_reply(self) -> Generation:
+        """A reply that answers no user turn (something said, an apology): no LLM, no
+        turn metrics; utterance id -1."""
+        gen = self._new_gen(-1, "", [], speculative=False)
         self._reply, self._playback, self._turn = gen, Playback(), None
         self._barge.reset()
         self._emit(
@@ -279,9 +287,7 @@ class Session:
                 speculative=False,
             )
         )
-        self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=gen.text))
-        self._update_state()
-        return gen.gen_id
+        return gen
 
     def stop_reply(self) -> None:
         """Stop the reply in progress now (an application's stop button, a new visitor):
@@ -455,18 +461,7 @@ class Session:
         if reply is None:
             if apology is None:
                 return
-            reply = self._new_gen(-1, "", [], speculative=False)
-            self._reply, self._playback, self._turn = reply, Playback(), None
-            self._barge.reset()
-            self._emit(
-                ReplyStarted(
-                    audio_ms=self.now_ms,
-                    reply_id=reply.gen_id,
-                    utterance_id=-1,
-                    text="",
-                    speculative=False,
-                )
-            )
+            reply = self._start_own_reply()
         self._cancel_gen(reply)
         reply.tts_busy = False
         reply.failed = True

@@ -92,31 +92,23 @@ class ServerMetrics:
         def one(name: str, kind: str, help_text: str, value: float) -> None:
             metric(name, kind, help_text, [f"{name} {_number(value)}"])
 
+        def by_label(name: str, help_text: str, label: str, counts: dict[str, float]) -> None:
+            metric(name, "counter", help_text, [
+                f'{name}{{{label}="{_label(key)}"}} {_number(value)}'
+                for key, value in sorted(counts.items())
+            ])  # fmt: skip
+
         one("voice_active_sessions", "gauge", "Sessions open now.", _num(hub.get("sessions")))
         one("voice_max_sessions", "gauge", "Sessions allowed at once.", _num(hub["max_sessions"]))
         one("voice_connections_total", "counter", "WebSocket connections.", self.connections)
         one("voice_sessions_opened_total", "counter", "Sessions opened.", self.sessions_opened)
-        metric(
-            "voice_refused_total",
-            "counter",
-            "Connections turned away, by reason.",
-            [
-                f'voice_refused_total{{reason="{_label(r)}"}} {n}'
-                for r, n in sorted(self.refused.items())
-            ],
-        )
+        by_label("voice_refused_total", "Connections turned away, by reason.", "reason",
+                 dict(self.refused))  # fmt: skip
         one("voice_turns_total", "counter", "User turns answered.", self.turns)
         one("voice_replies_total", "counter", "Replies started.", self.replies)
         one("voice_interruptions_total", "counter", "Replies cut by barge-in.", self.interruptions)
-        metric(
-            "voice_errors_total",
-            "counter",
-            "Error messages sent to clients, by code.",
-            [
-                f'voice_errors_total{{code="{_label(c)}"}} {n}'
-                for c, n in sorted(self.errors.items())
-            ],
-        )
+        by_label("voice_errors_total", "Error messages sent to clients, by code.", "code",
+                 dict(self.errors))  # fmt: skip
         metric(
             "voice_voice_to_voice_seconds",
             "summary",
@@ -137,20 +129,10 @@ class ServerMetrics:
         )
         by_kind = hub.get("by_kind")
         if isinstance(by_kind, dict):
-            metric(
-                "voice_engine_jobs_total",
-                "counter",
-                "Engine jobs run, by kind.",
-                [f'voice_engine_jobs_total{{kind="{_label(k)}"}} {v["jobs"]}'
-                 for k, v in sorted(by_kind.items())],
-            )  # fmt: skip
-            metric(
-                "voice_engine_seconds_total",
-                "counter",
-                "Engine compute seconds, by kind.",
-                [f'voice_engine_seconds_total{{kind="{_label(k)}"}} {_number(v["seconds"])}'
-                 for k, v in sorted(by_kind.items())],
-            )  # fmt: skip
+            by_label("voice_engine_jobs_total", "Engine jobs run, by kind.", "kind",
+                     {k: v["jobs"] for k, v in by_kind.items()})  # fmt: skip
+            by_label("voice_engine_seconds_total", "Engine compute seconds, by kind.", "kind",
+                     {k: v["seconds"] for k, v in by_kind.items()})  # fmt: skip
         if rss_bytes is not None:
             one("process_resident_memory_bytes", "gauge", "Resident memory.", rss_bytes)
         one("process_start_time_seconds", "gauge", "Start time (Unix).", self.started)
