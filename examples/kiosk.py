@@ -109,7 +109,7 @@ def main() -> int:
         elif args.text:
             clock = threading.Thread(target=assistant.run_silent, args=(stop,), daemon=True)
             clock.start()
-            if assistant.persona.greeting:
+            if assistant.settings.conversation.greeting:
                 kiosk.wait_for_reply_end(1)  # the greeting first
             for line in sys.stdin:
                 if line.strip():

@@ -91,14 +91,17 @@ def test_two_personas_sound_different(npcs: tuple[Assistant, Assistant]) -> None
 def ask(npc: Assistant, question: str) -> str:
     """A typed turn, answered in full (the clock runs on silence at real time)."""
     ended = threading.Event()
+    answers: set[int] = set()  # replies to the user's turns (not greetings)
     heard: list[str] = []
 
-    def on_end(event: Event) -> None:
-        if getattr(event, "utterance_id", 0) != -1:
+    def on_event(event: Event) -> None:
+        if event.type == "reply_start" and event.utterance_id != -1:  # type: ignore[attr-defined]
+            answers.add(event.reply_id)  # type: ignore[attr-defined]
+        elif event.type == "reply_end" and event.reply_id in answers:  # type: ignore[attr-defined]
             heard.append(event.heard_text)  # type: ignore[attr-defined]
             ended.set()
 
-    npc.on_reply(on_end)
+    npc.on("*", on_event)
     stop = threading.Event()
     clock = threading.Thread(target=npc.run_silent, args=(stop,))
     clock.start()

@@ -281,3 +281,25 @@ def test_push_to_talk_hears_only_while_held_and_ends_the_turn_on_release(
     # Released: the turn ended at once, not after the end-of-turn silence (600 ms+).
     assert final_t - released < 1.5
     assert any(m["type"] == "reply_start" for m in messages)
+
+
+def test_a_client_that_leaves_right_after_hello_frees_its_session(
+    voice_server: VoiceServer,
+) -> None:
+    voice_server.wait_idle()
+
+    async def main() -> None:
+        for _ in range(SERVER_MAX_SESSIONS + 1):
+            ws = await _raw(voice_server.ws_url)
+            await ws.send('{"type": "hello", "protocol": 1, "sample_rate": 16000}')
+            await ws.close()
+
+    run(main())
+    voice_server.wait_idle()
+    assert voice_server.health()["sessions"] == 0
+
+    async def talk() -> VoiceClient:  # and the server still takes a conversation
+        async with VoiceClient(voice_server.ws_url) as client:
+            return client
+
+    assert run(talk()).ws is not None

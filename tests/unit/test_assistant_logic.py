@@ -18,7 +18,7 @@ from voice.config import Settings
 from voice.conversation.engines import Engines
 from voice.errors import ConfigError
 from voice.events import Event
-from voice.think.history import MAX_KEPT_MESSAGES, History
+from voice.think.history import MAX_KEPT_MESSAGES, MAX_SAID_CHARS, History
 
 BLOCK = np.zeros(320, np.float32)
 
@@ -47,7 +47,9 @@ def test_say_is_spoken_through_the_reply_path_and_remembered() -> None:
     (end,) = [e for e in seen if e.type == "reply_end"]
     assert end.reply_id == reply_id and end.heard_text == "Welcome to the museum."  # type: ignore[attr-defined]
     assert np.abs(played).max() > 0  # it came out of process()
-    assert bot.session.history.turns[-1].content == "Welcome to the museum."
+    # The next prompt carries it: the model knows what it said.
+    prompt = bot.session.history.prompt_for("Where is the cafe?")
+    assert [m.content for m in prompt[1:]] == ["Welcome to the museum.", "Where is the cafe?"]
 
 
 def test_a_typed_turn_is_answered_and_the_hook_can_take_it() -> None:
@@ -120,12 +122,48 @@ def test_push_to_talk_ignores_the_mic_until_the_button_is_down() -> None:
 
 
 def test_reset_stops_the_reply_and_forgets_the_visitor() -> None:
+    seen: list[Event] = []
     with assistant() as bot:
+        bot.on("*", seen.append)
         bot.send_text("hello")
-        run_for(bot, 1.0)
+        run_for(bot, 0.3)  # the reply has started; nothing of it heard yet
         bot.reset()
         run_for(bot, 0.2)
         assert bot.state == "listening" and bot.session.history.turns == []
+        (end,) = [e for e in seen if e.type == "reply_end"]
+        assert end.interrupted  # type: ignore[attr-defined]
+        # The next visitor's words are not merged with the last one's unanswered turn.
+        bot.send_text("where is the exit")
+        run_for(bot, 0.5)
+    finals = [e for e in seen if e.type == "reply_start"]
+    assert finals[-1].text == "where is the exit"  # type: ignore[attr-defined]
+
+
+def test_an_assistant_can_stop_and_start_again() -> None:
+    with assistant() as bot:
+        bot.send_text("hello")
+        run_for(bot, 0.3)
+    with bot:  # the reply that was out when it stopped does not wedge the next one
+        bot.send_text("hello again")
+        run_for(bot, 12.0)
+        assert bot.state == "listening"
+    assert bot.session.history.turns[-1].content == REPLY
+
+
+def test_a_hook_that_raises_is_reported_and_the_turn_answered() -> None:
+    seen: list[Event] = []
+    with assistant() as bot:
+        bot.on("*", seen.append)
+
+        @bot.before_reply
+        def broken(text: str) -> str | None:
+            raise ValueError("bug in the game")
+
+        bot.send_text("hello")
+        run_for(bot, 1.0)
+    errors = [e for e in seen if e.type == "error"]
+    assert [e.code for e in errors] == ["hook_failed"]  # type: ignore[attr-defined]
+    assert any(e.type == "reply_start" for e in seen)
 
 
 def test_history_stays_bounded_however_long_it_runs() -> None:
@@ -133,8 +171,12 @@ def test_history_stays_bounded_however_long_it_runs() -> None:
     for k in range(1000):
         history.add_turn(f"question {k}", f"answer {k}")
     assert len(history.turns) == MAX_KEPT_MESSAGES
-    assert history.turns[-1].content == "answer 999"
+    assert history.turns[-1].content == "answer 999" and history.turns[0].role == "user"
     assert history.prompt_for("next")[-1].content == "next"
+    for k in range(1000):  # an NPC barking with nobody answering
+        history.add_said(f"Fresh bread, loaf number {k}!")
+    assert len(history.turns[-1].content) <= MAX_SAID_CHARS
+    assert history.turns[-1].content.endswith("loaf number 999!")
 
 
 def test_personas_change_prompt_voice_and_manners(tmp_path: Path) -> None:
@@ -155,6 +197,12 @@ def test_personas_change_prompt_voice_and_manners(tmp_path: Path) -> None:
     assert Settings().llm.system_prompt != settings.llm.system_prompt  # a copy was changed
     off = Persona(name="Quiet", barge_in="off").apply(Settings())
     assert off.conversation.barge_in is False
+    # What a persona leaves out, the settings keep (a configured voice, a CLI rate).
+    configured = Settings()
+    configured.tts.voice, configured.tts.speaking_rate = "/voices/x.onnx", 1.3
+    kept = Persona(name="Min", greeting="Hi.").apply(configured)
+    assert (kept.tts.voice, kept.tts.speaking_rate) == ("/voices/x.onnx", 1.3)
+    assert kept.llm.system_prompt == configured.llm.system_prompt
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,19 @@ def test_foreign_origins_are_refused_unless_allowed() -> None:
     assert Access().check(other, need_origin_check=False) is None
 
 
+def test_dns_rebinding_does_not_pass_for_the_same_origin() -> None:
+    # attacker.example resolves to 127.0.0.1: Origin and Host agree, and the host is
+    # not this machine's name. Without a token that is refused.
+    rebound = request(Host="attacker.example:8765", Origin="http://attacker.example:8765")
+    refusal = Access().check(rebound)
+    assert refusal is not None and refusal.reason == "bad_origin"
+    assert Access().check(request(Host="localhost:8765", Origin="http://localhost:8765")) is None
+    assert Access().check(request(Host="[::1]:8765", Origin="http://[::1]:8765")) is None
+    # With a token, a page served by a public name is the server's own.
+    public = request("/ws?token=t", Host="voice.example", Origin="https://voice.example")
+    assert Access(token="t").check(public) is None
+
+
 def test_token_from_the_environment(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("VOICE_SERVE_TOKEN", "from-env")
     assert Access.from_options(None, None).token == "from-env"
@@ -93,6 +106,15 @@ def test_real_time_audio_passes_and_a_fast_sender_is_cut_to_real_time() -> None:
     assert fast.dropped_s > 25
     assert fast.flooding(101.0)
     assert not guard.flooding(t)
+
+
+def test_quiet_time_cannot_be_saved_up_for_a_burst() -> None:
+    guard = RateGuard(burst_s=1.0, flood_s=10.0)
+    assert guard.admit(0.02, 0.0)
+    # Ten minutes of nothing (a client that only sends text), then 500 s of audio at once.
+    admitted = sum(guard.admit(0.02, 600.0 + k * 1e-5) for k in range(25000))
+    assert 0.02 * admitted <= 1.0 + 0.25 + 0.02  # the burst and the 0.25 s it took
+    assert guard.flooding(600.5)
 
 
 # -- metrics -------------------------------------------------------------------------------
@@ -164,6 +186,7 @@ def test_transcript_records_what_was_said_and_heard(tmp_path: Path) -> None:
                           "unheard": "I help you today?"}  # fmt: skip
     assert writer.path.with_suffix(".wav").stat().st_size == 44 + 3200
     assert oct(writer.path.stat().st_mode & 0o777) == "0o600"
+    assert oct(writer.path.with_suffix(".wav").stat().st_mode & 0o777) == "0o600"
 
 
 def test_no_audio_is_stored_unless_asked(tmp_path: Path) -> None:

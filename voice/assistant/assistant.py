@@ -13,7 +13,7 @@ with Assistant(persona="examples/personas/guide.toml") as bot:
             return None            # handled: no LLM reply
         return text                # answer this (the same, or changed)
 
-    bot.say(bot.persona.greeting)  # spoken like a reply: interruptible
+    bot.greet()                    # the greeting, spoken like a reply: interruptible
     bot.send_text("Where is the exit?")   # a typed turn
     out = bot.process(mic_block)   # frames in (16 kHz mono float), frames out
 ```
@@ -23,8 +23,10 @@ audio time: the assistant's clock is the microphone audio it is fed. Its jobs
 run on the model pool's one engine thread, shared with the pool's other
 assistants (:class:`voice.serve.hub.EngineHub`); every public method may be
 called from any thread. Events go to callbacks (on
-the thread that fed the audio or ran the job) and to ``async for`` iterators
-(on their event loop).
+the thread that calls ``process``/``feed``, which is where a conversation's
+output is taken) and to ``async for`` iterators (on their event loop). Keep
+callbacks and hooks short, and do not call another assistant synchronously and
+wait on it from a hook: hooks run with this assistant's lock held.
 """
 
 from __future__ import annotations
@@ -82,26 +84,40 @@ class Assistant:
         self._callbacks: dict[str, list[Callback]] = {}
         self._streams: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event]]] = []
         self._speaker = PlaybackQueue()  # for process(): what plays, block by block
-        self._started = False
+        self._starts = 0  # start()/close() pairs may nest (run_audio inside `with bot:`)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> Assistant:
         """Put the conversation on the engine thread (``with assistant:`` does this)."""
-        if not self._started:
-            if self._hub_session.closed:  # started before: a fresh lane on the same session
+        if self._starts == 0:
+            if self._hub_session.closed:
+                # Started before: the jobs that were out when it stopped never came back,
+                # so the conversation starts afresh (same persona, models and history).
+                self.session = self._fresh_session()
                 lane = make_lane(self.engines, self.settings.conversation.job_timeout_s)
                 self._hub_session = HubSession(self.session, lane, None, lambda: None)
                 self.lock = self._hub_session.lock
             self.pool.scheduler.attach(self._hub_session)
-            self._started = True
+        self._starts += 1
         return self
 
     def close(self) -> None:
         """Stop its work (a step running now is the last) and leave the engine thread."""
-        if self._started:
+        if self._starts == 0:
+            return
+        self._starts -= 1
+        if self._starts == 0:
             self.pool.scheduler.close(self._hub_session)
-            self._started = False
+
+    def _fresh_session(self) -> Session:
+        old = self.session
+        session = build_session(self.settings, self.engines)
+        session.history = old.history
+        session.before_reply, session.push_to_talk, session.echo = (
+            old.before_reply, old.push_to_talk, old.echo,
+        )  # fmt: skip
+        return session
 
     def __enter__(self) -> Assistant:
         return self.start()
@@ -153,7 +169,8 @@ class Assistant:
 
     def greet(self) -> int | None:
         """Say the persona's greeting, if it has one."""
-        return self.say(self.persona.greeting) if self.persona.greeting else None
+        greeting = self.settings.conversation.greeting
+        return self.say(greeting) if greeting else None
 
     def talk(self, down: bool) -> None:
         """Push-to-talk: the button went down or up (set ``push_to_talk`` first)."""
@@ -171,11 +188,7 @@ class Assistant:
         """Forget the conversation (a kiosk's next visitor): history is cleared, the
         reply in progress is stopped; persona and models stay."""
 
-        def forget() -> None:
-            self.session.stop_reply()
-            self.session.history.clear()
-
-        self._act(forget)
+        self._act(lambda: self.session.reset())
 
     @property
     def state(self) -> str:

@@ -40,31 +40,35 @@ BARGE_IN = {"off": None, "low": 250, "normal": 80, "high": 50}
 
 @dataclass(frozen=True)
 class Persona:
+    # None (the key left out) keeps what the settings say: a persona changes only
+    # what it names, so --config and the command-line flags still count.
     name: str
-    system_prompt: str = ""
-    voice: str = "default"
-    speaking_rate: float = 1.0
-    pitch: float = 1.0
-    greeting: str = ""
-    reply_length: str = "short"
-    backchannels: str = ""  # "" keeps the default list
-    barge_in: str = "normal"
+    system_prompt: str | None = None
+    voice: str | None = None
+    speaking_rate: float | None = None
+    pitch: float | None = None
+    greeting: str | None = None
+    reply_length: str | None = None
+    backchannels: str | None = None
+    barge_in: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name.strip():
             raise ConfigError("a persona needs a name.", 'Add name = "..." to the file.')
-        if self.reply_length not in REPLY_LENGTHS:
+        if self.reply_length is not None and self.reply_length not in REPLY_LENGTHS:
             raise ConfigError(
                 f"persona {self.name}: reply_length {self.reply_length!r} is not one of "
                 f"{', '.join(REPLY_LENGTHS)}."
             )
-        if self.barge_in not in BARGE_IN:
+        if self.barge_in is not None and self.barge_in not in BARGE_IN:
             raise ConfigError(
                 f"persona {self.name}: barge_in {self.barge_in!r} is not one of "
                 f"{', '.join(BARGE_IN)}."
             )
         for knob in ("speaking_rate", "pitch"):
             value = getattr(self, knob)
+            if value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigError(f"persona {self.name}: {knob} must be a number, not {value!r}.")
             if not 0.5 <= value <= 2.0:
@@ -73,23 +77,30 @@ class Persona:
     def apply(self, settings: Settings) -> Settings:
         """A copy of ``settings`` with this persona's voice, prompt and manners."""
         out = copy.deepcopy(settings)
-        instruction, tokens = REPLY_LENGTHS[self.reply_length]
-        prompt = self.system_prompt.strip() or settings.llm.system_prompt
-        out.llm.system_prompt = (
-            f"{prompt} Your replies are spoken aloud: plain words, no lists, markdown or "
-            f"emoji. {instruction}"
-        )
-        out.llm.max_reply_tokens = tokens
-        out.tts.voice = self.voice
-        out.tts.speaking_rate = self.speaking_rate
-        out.tts.pitch = self.pitch
-        out.conversation.greeting = self.greeting
-        if self.backchannels.strip():
+        if self.system_prompt is not None or self.reply_length is not None:
+            prompt = (self.system_prompt or "").strip() or settings.llm.system_prompt
+            instruction = ""
+            if self.reply_length is not None:
+                instruction, out.llm.max_reply_tokens = REPLY_LENGTHS[self.reply_length]
+            out.llm.system_prompt = (
+                f"{prompt} Your replies are spoken aloud: plain words, no lists, markdown "
+                f"or emoji. {instruction}"
+            ).strip()
+        if self.voice is not None:
+            out.tts.voice = self.voice
+        if self.speaking_rate is not None:
+            out.tts.speaking_rate = self.speaking_rate
+        if self.pitch is not None:
+            out.tts.pitch = self.pitch
+        if self.greeting is not None:
+            out.conversation.greeting = self.greeting
+        if self.backchannels is not None and self.backchannels.strip():
             out.conversation.backchannels = self.backchannels
-        pause_ms = BARGE_IN[self.barge_in]
-        out.conversation.barge_in = pause_ms is not None
-        if pause_ms is not None:
-            out.conversation.barge_in_pause_ms = pause_ms
+        if self.barge_in is not None:
+            pause_ms = BARGE_IN[self.barge_in]
+            out.conversation.barge_in = pause_ms is not None
+            if pause_ms is not None:
+                out.conversation.barge_in_pause_ms = pause_ms
         return out
 
 

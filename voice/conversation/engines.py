@@ -13,8 +13,9 @@ a stuck model): the lane runs every step on a worker thread it can walk away
 from, raises :class:`EngineTimeout` to the session (which apologises and goes
 on) and starts a fresh worker. The abandoned step cannot be killed from
 Python; speech synthesis is aborted, an HTTP stream ends at its socket
-timeout, and a stuck llama.cpp call keeps the model thread, so later LLM steps
-time out too while recognition and speech go on.
+timeout, and a stuck llama.cpp call keeps the model thread: until it returns, this
+lane fails LLM work at once (no second wait) while recognition and speech go
+on. Other lanes on the same model each wait out one timeout first.
 """
 
 from __future__ import annotations
@@ -103,14 +104,29 @@ class EngineLane:
         self.timeout_s = timeout_s
         self._open: dict[int, TokenSteps] = {}
         self._worker = _Worker()
+        self._stuck: Future[object] | None = None  # an LLM call that timed out, still out
 
     def run(self, job: Job) -> object:
         """Do the job (the caller waits); return what ``Session.on_result`` takes, or
         raise :class:`EngineTimeout` after ``timeout_s``."""
+        if engine_of(job) == "llm" and self._stuck is not None:
+            if not self._stuck.done():
+                # The model is still inside the call that hung: waiting out another
+                # timeout would stall everyone behind this lane. Fail (or drop) at once.
+                if isinstance(job, LlmClose):
+                    self._open.pop(job.gen_id, None)
+                    return None
+                raise EngineTimeout(
+                    "the language model is still stuck in an earlier call.",
+                    code="llm_timeout",
+                )
+            self._stuck = None
         future = self._worker.submit(partial(self._run, job))
         try:
             return future.result(self.timeout_s)
         except FutureTimeout:
+            if engine_of(job) == "llm" and getattr(self.engines.llm, "serial", False):
+                self._stuck = future  # later calls would queue behind it on its thread
             self._abandon(job)
             raise EngineTimeout(
                 f"{_describe(job)} took longer than {self.timeout_s:g} s.",
@@ -172,9 +188,11 @@ class EngineLane:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 
     def _close_all(self) -> None:
-        for steps in self._open.values():
+        opened, self._open = list(self._open.values()), {}
+        if self._stuck is not None and not self._stuck.done():
+            return  # closing would wait on the stuck model; the generations are dropped
+        for steps in opened:
             steps.close()
-        self._open.clear()
 
     def close(self) -> None:
         self._close_all()

@@ -91,7 +91,7 @@ class FaultyLane(EngineLane):
             for fault in self.faults:
                 if fault.engine == engine and fault.hits(count):
                     if fault.mode == "hang":
-                        time.sleep(self.timeout_s * 2 + 1)  # the lane has walked away
+                        time.sleep(self.timeout_s + 0.5)  # past the timeout, then it ends
                     raise InjectedFault(f"injected {engine} fault ({fault.mode})")
         return super()._run(job)
 

@@ -29,6 +29,7 @@ Turn-taking, in brief:
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ from voice.listen.whisper import Transcription
 from voice.speak.chunking import SentenceChunker
 from voice.think.backend import Message
 from voice.think.history import History
+
+log = logging.getLogger(__name__)
 
 Float32Array = npt.NDArray[np.float32]
 Output = Event | Action
@@ -186,7 +189,7 @@ class Session:
         self.before_reply: BeforeReply | None = None
         self.push_to_talk = False  # the microphone counts only while talking is True
         self._talking = False
-        self._next_typed = -1  # typed turns get negative utterance ids
+        self._next_typed = -2  # typed turns: negative ids (-1 is a reply to no turn)
 
     # -- clock and output ----------------------------------------------------------------
 
@@ -289,15 +292,29 @@ class Session:
         )
         return gen
 
+    def reset(self) -> None:
+        """Forget the conversation (a kiosk's next visitor): the reply stops, history and
+        every carried-over word (an unanswered turn, pre-filled words) are dropped."""
+        self.stop_reply()
+        self.history.clear()
+        self._unanswered = ""
+        self._prefilled = False
+        self._prefilled_words = ""
+        self._spec_tries.clear()
+        self._asr_failed.clear()
+
     def stop_reply(self) -> None:
         """Stop the reply in progress now (an application's stop button, a new visitor):
         its queued audio is cleared and history keeps what was heard."""
         self._cancel_spec("stopped")
+        self._cut_reply()
+        self._update_state()
+
+    def _cut_reply(self) -> None:
         if self._reply is not None:
             self._emit(Clear(self._reply.gen_id))
             self._cancel_gen(self._reply)
             self._end_reply(interrupted=True)
-        self._update_state()
 
     def submit_text(self, text: str) -> None:
         """A typed user turn (a text box, a game's chat): answered like a spoken one,
@@ -374,6 +391,12 @@ class Session:
             else:
                 self._prefilled = False
             return True
+        if isinstance(job, TtsJob) and job.gen_id in PHRASE_GENS:
+            if job.gen_id == APOLOGY_GEN:  # rendered ahead in spare time: asked again
+                self._apology = None
+            else:
+                self._filler = None
+            return True
         return False
 
     def _prefill_job(self) -> PrefillJob | None:
@@ -430,6 +453,14 @@ class Session:
         """An engine raised or timed out: report it, end what depended on it, and if
         the user was waiting for an answer, say the apology (the session goes on)."""
         engine = engine_of(job)
+        if isinstance(job, PrefillJob | LlmClose | EotJob):
+            # Spare-time and clean-up work: nobody waits on it. Logged, not shown.
+            log.warning("%s failed (nobody was waiting on it): %s", type(job).__name__, error)
+            if isinstance(job, EotJob):
+                gen = self._gen(job.gen_id)
+                if gen is not None:
+                    self._judge(gen)  # judged on the words alone
+            return
         code = error.code if isinstance(error, VoiceError) else f"{engine}_failed"
         error_event = Error(audio_ms=self.now_ms, code=code, message=f"{engine}: {error}")
         if isinstance(job, AsrJob):
@@ -442,7 +473,7 @@ class Session:
         self._emit(error_event)
         if isinstance(job, TtsJob) and job.gen_id in PHRASE_GENS:
             pass  # no phrase: nothing is said in its place
-        elif isinstance(job, LlmStep | TtsJob | EotJob):
+        elif isinstance(job, LlmStep | TtsJob):
             gen = self._gen(job.gen_id)
             if gen is None:
                 pass
@@ -544,12 +575,8 @@ class Session:
         uid = event.utterance_id
         silence = self.end_of_turn.silence_used(uid)
         self._spec_tries.pop(uid, None)
-        if uid in self._asr_failed:
-            self._asr_failed.discard(uid)
-            if not split_words(event.text) and uid not in self._ignored:
-                self._cancel_spec("no words")
-                self._apologize()  # the user's words are lost: ask them to say it again
-                return
+        lost = uid in self._asr_failed and not split_words(event.text)
+        self._asr_failed.discard(uid)
         if uid in self._ignored:
             self._ignored.discard(uid)
             return
@@ -566,15 +593,18 @@ class Session:
             return
         if not split_words(event.text):
             self._cancel_spec("no words")
+            if lost and self._reply is None:
+                self._apologize()  # the user's words are lost: ask them to say it again
             return
         text = self._turn_text(event.text)
         if self.before_reply is not None:
-            answer = self.before_reply(text)
+            answer = self._ask_application(text)
             if answer is None:  # the application took the turn
                 self._cancel_spec("handled by the application")
                 self._unanswered = ""
                 return
             text = answer
+        self._cut_reply()  # the hook had it say something: one voice at a time
         spec = self._spec
         if spec is not None and spec.utterance_id == uid and same_turn_text(spec.user_text, text):
             self._spec = None
@@ -585,6 +615,17 @@ class Session:
         if messages is not None:
             gen = self._new_gen(uid, text, messages, speculative=False)
             self._start_reply(gen, event, silence)
+
+    def _ask_application(self, text: str) -> str | None:
+        """The before_reply hook; a hook that raises is reported, and the turn is
+        answered as it was said (an application bug must not silence the assistant)."""
+        assert self.before_reply is not None
+        try:
+            return self.before_reply(text)
+        except Exception as exc:
+            problem = f"before_reply raised {type(exc).__name__}: {exc}"
+            self._emit(Error(audio_ms=self.now_ms, code="hook_failed", message=problem))
+            return text
 
     def _has_words(self, text: str) -> bool:
         """Words that make speech over a reply a turn: anything but backchannels."""

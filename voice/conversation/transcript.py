@@ -34,15 +34,17 @@ Float32Array = npt.NDArray[np.float32]
 
 class TranscriptWriter:
     def __init__(self, folder: Path, session: str, record_audio: bool = False) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self.path = folder / f"{stamp}-{session}.jsonl"
         self._fd: int | None = os.open(
             self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o600
         )
         self._wav: wave.Wave_write | None = None
-        if record_audio:
-            self._wav = wave.open(str(self.path.with_suffix(".wav")), "wb")  # noqa: SIM115
+        if record_audio:  # private like the transcript: 0600, not the umask's 0644
+            fd = os.open(self.path.with_suffix(".wav"), os.O_WRONLY | os.O_CREAT, 0o600)
+            self._wav_file = os.fdopen(fd, "wb")
+            self._wav = wave.open(self._wav_file, "wb")  # noqa: SIM115
             self._wav.setnchannels(1)
             self._wav.setsampwidth(2)
             self._wav.setframerate(SAMPLE_RATE)
@@ -77,7 +79,8 @@ class TranscriptWriter:
             os.close(self._fd)
             self._fd = None
         if self._wav is not None:
-            self._wav.close()
+            self._wav.close()  # writes the final header; the file is ours to close
+            self._wav_file.close()
             self._wav = None
 
 

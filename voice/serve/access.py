@@ -70,8 +70,12 @@ class Access:
         origin = origin.rstrip("/")
         if "*" in self.origins or origin in self.origins:
             return True
-        # The page this server itself served: same host and port as the request.
-        return bool(host) and urlsplit(origin).netloc.lower() == host.lower()
+        # The page this server itself served: same host and port as the request, and
+        # a host that is this machine. A name the attacker controls can be made to
+        # resolve here (DNS rebinding), and then Origin and Host agree; a token, or
+        # --allow-origin naming the page, is needed for anything but loopback.
+        same = bool(host) and urlsplit(origin).netloc.lower() == host.lower()
+        return same and (bool(self.token) or is_loopback(urlsplit(origin).hostname or ""))
 
 
 def presented_token(request: Request) -> str:
@@ -85,6 +89,7 @@ def presented_token(request: Request) -> str:
 def is_loopback(host: str) -> bool:
     if host in ("localhost", ""):
         return host == "localhost"
+    host = host.strip("[]")  # an IPv6 literal as it appears in a URL
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -315,15 +315,23 @@ class EngineHub:
             result, error, ms = run_job(hub_session.lane, job)
             with self._running_lock:
                 self._running = self._running_job = None
-            self.compute_ms += ms
-            tally = self.compute_by_kind.setdefault(job_kind(job), [0.0, 0.0])
-            tally[0] += 1
-            tally[1] += ms / 1000.0
+            with self._lock:  # stats() reads these from other threads
+                self.compute_ms += ms
+                tally = self.compute_by_kind.setdefault(job_kind(job), [0.0, 0.0])
+                tally[0] += 1
+                tally[1] += ms / 1000.0
+            broken = False
             with hub_session.lock:
                 hub_session.pending = None
                 hub_session.served = next(self._served)
                 hub_session.last_job_end = time.perf_counter()
                 if not hub_session.closed:
-                    deliver(hub_session.session, job, result, error)
-            if not hub_session.closed:
+                    try:
+                        deliver(hub_session.session, job, result, error)
+                    except Exception:  # a bug in one session (or its hooks) ends only it
+                        log.exception("a session failed on a job result; closing it")
+                        broken = True
+            if broken:
+                self.close(hub_session)
+            elif not hub_session.closed:
                 hub_session.wake()

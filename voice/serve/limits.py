@@ -24,35 +24,47 @@ class Limits:
 
 
 class RateGuard:
-    """Admits audio up to real time since the first frame, plus a burst."""
+    """A leaky bucket of audio: each second of wall time drains a second of audio, and
+    audio is admitted while what is left in the bucket stays within the burst. Time
+    without audio cannot be saved up: the bucket never holds less than nothing."""
 
     def __init__(self, burst_s: float = BURST_S, flood_s: float = FLOOD_S) -> None:
         self.burst_s = burst_s
         self.flood_s = flood_s
-        self._start: float | None = None
-        self.admitted_s = 0.0
-        self.offered_s = 0.0  # admitted and dropped
+        self._last: float | None = None
+        self._start = 0.0
+        self.ahead_s = 0.0  # admitted audio ahead of real time
+        self.offered_ahead_s = 0.0  # the same, counting what was dropped
+        self.offered_s = 0.0
         self.dropped_s = 0.0
+
+    def _drain(self, now: float) -> None:
+        if self._last is None:
+            self._start = self._last = now
+        elapsed, self._last = now - self._last, now
+        self.ahead_s = max(0.0, self.ahead_s - elapsed)
+        self.offered_ahead_s = max(0.0, self.offered_ahead_s - elapsed)
 
     def admit(self, seconds: float, now: float) -> bool:
         """True if audio of this length, arriving at ``now`` (monotonic s), is within
         the allowance; the caller drops it otherwise."""
-        if self._start is None:
-            self._start = now
+        self._drain(now)
         self.offered_s += seconds
-        if self.admitted_s + seconds > (now - self._start) + self.burst_s:
+        self.offered_ahead_s += seconds
+        if self.ahead_s + seconds > self.burst_s:
             self.dropped_s += seconds
             return False
-        self.admitted_s += seconds
+        self.ahead_s += seconds
         return True
 
     def speed(self, now: float) -> float:
         """Audio offered per second of wall time since the first frame (1.0 = real time;
         2.0 when a client declares 8 kHz and sends 16 kHz)."""
-        if self._start is None:
+        if self._last is None:
             return 0.0
         return self.offered_s / max(now - self._start, self.burst_s)
 
     def flooding(self, now: float) -> bool:
         """Offered audio this far beyond real time is not jitter: cut the client off."""
-        return self._start is not None and self.offered_s - (now - self._start) > self.flood_s
+        self._drain(now)
+        return self.offered_ahead_s > self.flood_s

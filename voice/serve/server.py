@@ -176,43 +176,49 @@ class Connection:
             await self._close(CLOSE_TRY_AGAIN, "server full", exc.code, str(exc))
             return
         self.metrics.sessions_opened += 1
-        greeting = self.hub.settings.conversation.greeting
-        if greeting:
-            with self.hub_session.lock:
-                self.hub_session.session.say(greeting)
-        if self.config.transcripts is not None:
-            self.transcript = TranscriptWriter(
-                self.config.transcripts,
-                f"{self.metrics.sessions_opened:05d}",
-                self.config.record_audio,
-            )
-        self.rate = hello.sample_rate
-        self.pacer = Pacer(self.rate, self.config.lead_ms)
-        self.uplink = Resampler(self.rate, SAMPLE_RATE)
-        await self.ws.send(
-            message(
-                "ready",
-                protocol=PROTOCOL_VERSION,
-                sample_rate=self.rate,
-                format=FORMAT,
-                frame_ms=FRAME_MS,
-            )
-        )
-        sender = asyncio.create_task(self._send_loop())
-        sender.add_done_callback(self._sender_done)
+        sender: asyncio.Task[None] | None = None
         ending = "client closed"
-        try:
+        try:  # from here on, whatever happens, the session is closed
+            greeting = self.hub.settings.conversation.greeting
+            if greeting:
+                with self.hub_session.lock:
+                    self.hub_session.session.say(greeting)
+            if self.config.transcripts is not None:
+                self.transcript = TranscriptWriter(
+                    self.config.transcripts,
+                    f"{self.metrics.sessions_opened:05d}",
+                    self.config.record_audio,
+                )
+            self.rate = hello.sample_rate
+            self.pacer = Pacer(self.rate, self.config.lead_ms)
+            self.uplink = Resampler(self.rate, SAMPLE_RATE)
+            await self.ws.send(
+                message(
+                    "ready",
+                    protocol=PROTOCOL_VERSION,
+                    sample_rate=self.rate,
+                    format=FORMAT,
+                    frame_ms=FRAME_MS,
+                )
+            )
+            sender = asyncio.create_task(self._send_loop())
+            sender.add_done_callback(self._sender_done)
             await self._receive_loop()
         except ProtocolViolation as exc:
             ending = exc.code
             await self._close(exc.close_code, exc.code, exc.code, str(exc))
         finally:
             self.hub.close(self.hub_session)  # cancels its generation at once
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
-                await sender
-            if self.transcript is not None:
-                self.transcript.close(ending)
+            try:
+                if sender is not None:
+                    sender.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                        await sender
+            except Exception:  # already logged by _sender_done
+                pass
+            finally:
+                if self.transcript is not None:
+                    self.transcript.close(ending)
 
     def _sender_done(self, task: asyncio.Task[None]) -> None:
         """A sender that died of a bug must not leave a session that hears but never

@@ -14,6 +14,7 @@ from voice.errors import VoiceError
 from voice.think.backend import LlmBackend, LlmConfig, Message
 
 MAX_KEPT_MESSAGES = 200  # far more than any context window holds
+MAX_SAID_CHARS = 600  # unprompted lines in a row (an NPC's barks) keep only the latest
 
 
 class InputTooLongError(VoiceError):
@@ -59,8 +60,10 @@ class History:
                 break
             kept.insert(0, message)
             used += cost
-        # Never start the kept history with an assistant turn whose question was dropped.
-        while kept and kept[0].role == "assistant":
+        # Never start the kept history with an assistant turn whose question was dropped
+        # (something the assistant said first, a greeting, had no question: it stays).
+        opening = self.turns[0] if self.turns and self.turns[0].role == "assistant" else None
+        while kept and kept[0].role == "assistant" and kept[0] is not opening:
             kept.pop(0)
         return [self.system, *kept, user]
 
@@ -80,11 +83,13 @@ class History:
         self._trim()
 
     def add_said(self, assistant_text: str) -> None:
-        """Something the assistant said unprompted (a greeting): the next turn's context."""
+        """Something the assistant said unprompted (a greeting): the next turn's context.
+        Said twice in a row, the lines join (the latest few hundred characters)."""
         if self.turns and self.turns[-1].role == "assistant":
-            self.turns[-1] = Message("assistant", f"{self.turns[-1].content} {assistant_text}")
-        else:
-            self.turns.append(Message("assistant", assistant_text))
+            last = self.turns.pop()
+            self._costs.pop(last, None)
+            assistant_text = f"{last.content} {assistant_text}"[-MAX_SAID_CHARS:]
+        self.turns.append(Message("assistant", assistant_text))
         self._trim()
 
     def clear(self) -> None:
@@ -96,10 +101,12 @@ class History:
         """Prompts only ever use the turns that fit the context; keep no more than a few
         times that, so a conversation left running for hours holds bounded memory."""
         if len(self.turns) > MAX_KEPT_MESSAGES:
-            dropped = self.turns[: len(self.turns) - MAX_KEPT_MESSAGES]
-            del self.turns[: len(dropped)]
-            for message in dropped:
+            cut = len(self.turns) - MAX_KEPT_MESSAGES
+            while cut < len(self.turns) and self.turns[cut].role == "assistant":
+                cut += 1  # never keep an answer without its question at the front
+            for message in self.turns[:cut]:
                 self._costs.pop(message, None)
+            del self.turns[:cut]
 
     def truncate_last_reply(self, heard_text: str) -> None:
         """After a barge-in, keep only what the user actually heard of the last reply."""

@@ -135,12 +135,15 @@ class OpenAiHttpBackend:
                 if payload == "[DONE]":
                     break
                 try:
-                    delta = json.loads(payload)["choices"][0]["delta"].get("content")
-                except (ValueError, KeyError, IndexError, TypeError):
+                    choice = json.loads(payload)["choices"][0]
+                    delta = choice["delta"].get("content")
+                except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                     log.warning("ignoring a malformed stream event: %.80s", payload)
                     continue
                 if delta:
                     yield delta
+                if choice.get("finish_reason"):
+                    break  # complete, even from a server that sends no [DONE] after it
             self.state = "ok"
         finally:
             conn.close()  # on cancel this is what tells the server to stop

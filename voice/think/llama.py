@@ -49,6 +49,8 @@ def model_thread() -> ThreadPoolExecutor:
 
 
 class LlamaBackend:
+    serial = True  # every call runs on the one model thread: a hung call blocks the rest
+
     def __init__(self, config: LlmConfig) -> None:
         try:
             from llama_cpp import Llama
