@@ -170,3 +170,53 @@ def test_the_npcs_answer_typed_turns_in_their_own_way() -> None:
     assert len(brom) == 2 and len(pip) == 1, result.stdout  # greeting + answer; answer
     assert "(you turn to Pip)" in lines
     assert lines.index("(you turn to Pip)") < lines.index(pip[0])
+
+
+def test_the_websocket_transport_brings_the_hook_and_callbacks(pool: ModelPool) -> None:
+    import asyncio
+    import time
+    import urllib.request
+
+    from voice.bench.llama_server import free_port
+    from voice.serve.client import VoiceClient
+    from voice.serve.server import ServeConfig
+
+    bot = Assistant(Settings(), PERSONAS / "guide.toml", pool=pool)
+    asked: list[str] = []
+    finals: list[str] = []
+
+    @bot.before_reply
+    def hook(text: str) -> str:
+        asked.append(text)
+        return text
+
+    bot.on("final", lambda event: finals.append(event.text))  # type: ignore[attr-defined]
+    port, stop = free_port(), threading.Event()
+    server = threading.Thread(target=bot.serve, args=(ServeConfig(port=port, max_sessions=1), stop))
+    server.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+
+        async def talk() -> VoiceClient:
+            async with VoiceClient(f"ws://127.0.0.1:{port}/ws") as client:
+                await client.wait_for(lambda: client.message_count("reply_end") >= 1, 30, "hi")
+                client.say(clip("cmu_arctic_axb_a0004", lead_s=0.3), onset_s=0.3)
+                await client.wait_for(lambda: client.message_count("turn_metrics") >= 1, 40, "turn")
+                return client
+
+        client = asyncio.run(talk())
+    finally:
+        stop.set()
+        server.join(30)
+    greeting = client.of_type("reply_start")[0]
+    assert greeting["utterance_id"] == -1  # the persona's greeting, said on connecting
+    assert asked and "glad to see you" in asked[0].lower()  # the app's hook saw the turn
+    assert any("glad to see you" in f.lower() for f in finals)  # and its callbacks the events
+    assert not server.is_alive()

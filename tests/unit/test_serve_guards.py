@@ -221,3 +221,14 @@ def test_a_killed_writer_leaves_only_whole_lines(tmp_path: Path) -> None:
     records = read_transcript(path)
     assert len(records) > 100
     assert [r["i"] for r in records[1:]] == list(range(len(records) - 1))
+
+
+def test_freed_memory_goes_back_to_the_system_at_most_every_few_seconds() -> None:
+    from voice.serve import memory
+
+    memory._last = 0.0
+    assert memory.release_freed_memory(now=1000.0) is (memory._libc is not False)
+    assert memory.release_freed_memory(now=1001.0) is False  # rate-limited
+    assert memory.release_freed_memory(now=1000.0 + memory.MIN_INTERVAL_S) is (
+        memory._libc is not False
+    )

@@ -32,6 +32,7 @@ wait on it from a hook: hooks run with this assistant's lock held.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -202,6 +203,38 @@ class Assistant:
         return result
 
     # -- transports --------------------------------------------------------------------------
+
+    def serve(self, config: Any = None, stop: threading.Event | None = None) -> None:
+        """The WebSocket transport: ``voice serve`` for this assistant (the web client
+        and ``/ws``; ``config`` a :class:`voice.serve.server.ServeConfig`). Every browser
+        gets its own conversation with this persona, the ``before_reply`` hook, and
+        its events to this assistant's callbacks (on the server's thread). Blocks until
+        ``stop`` is set or Ctrl-C."""
+        from voice.serve.hub import EngineHub
+        from voice.serve.server import ServeConfig, serve_forever
+
+        config = config or ServeConfig()
+        stop = stop or threading.Event()
+
+        def configure(session: Session) -> None:
+            session.before_reply = self.session.before_reply
+
+        def on_event(event: Event) -> None:
+            self._dispatch([event])
+
+        engines = self.pool.engines_for(self.settings)  # the first browser's context
+        hub = EngineHub(self.settings, engines, config.max_sessions, configure=configure)
+
+        async def until_stopped() -> None:
+            server = asyncio.create_task(serve_forever(hub, config, on_event=on_event))
+            while not stop.is_set() and not server.done():
+                await asyncio.sleep(0.1)
+            server.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await server
+
+        with hub:
+            asyncio.run(until_stopped())
 
     def run_audio(
         self, mic: Float32Array, block_s: float = 0.02, stop: threading.Event | None = None

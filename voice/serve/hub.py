@@ -41,6 +41,7 @@ from voice.conversation.runtime import deliver, run_job
 from voice.conversation.session import PHRASE_GENS, Output, Session
 from voice.conversation.setup import build_session
 from voice.errors import VoiceError
+from voice.serve.memory import release_freed_memory
 from voice.think.backend import LlmBackend, make_backend
 
 log = logging.getLogger(__name__)
@@ -119,10 +120,18 @@ class HubSession:
 class EngineHub:
     """Owns the engine thread; ``open()`` a session per conversation, ``close()`` it after."""
 
-    def __init__(self, settings: Settings, engines: Engines | None, max_sessions: int = 4) -> None:
-        """``engines`` None: a scheduler only, for sessions built elsewhere (``attach``)."""
+    def __init__(
+        self,
+        settings: Settings,
+        engines: Engines | None,
+        max_sessions: int = 4,
+        configure: Callable[[Session], None] | None = None,
+    ) -> None:
+        """``engines`` None: a scheduler only, for sessions built elsewhere (``attach``).
+        ``configure`` is called with each session ``open`` builds (an application's hooks)."""
         self.settings = settings
         self.engines = engines
+        self.configure = configure
         self.max_sessions = max_sessions
         self._lock = threading.Lock()
         self._sessions: list[HubSession] = []
@@ -213,6 +222,8 @@ class EngineHub:
             self.engines if context is None else dataclasses.replace(self.engines, llm=context)
         )
         session = build_session(self.settings, engines)
+        if self.configure is not None:
+            self.configure(session)
         try:
             lane = make_lane(engines, self.settings.conversation.job_timeout_s)
             return self.attach(HubSession(session, lane, context, wake))
@@ -263,14 +274,18 @@ class EngineHub:
     def _finish_closed(self) -> None:
         with self._lock:
             closing, self._closing = self._closing, []
+        if not closing:
+            return
         for hub_session in closing:
             with hub_session.lock:
                 hub_session.lane.close()  # stops an open generation; frees the context
                 end = max(hub_session.last_job_end, hub_session.closed_at or 0.0)
                 self.cancel_ms.append((end - (hub_session.closed_at or end)) * 1000.0)
+                del self.cancel_ms[:-200]  # the recent ones are what stats() shows
             if hub_session.context is not None:
                 with self._lock:
                     self._contexts.append(hub_session.context)
+        release_freed_memory()  # what the closed sessions used goes back to the system
 
     def _pick(self) -> HubSession | None:
         with self._lock:

@@ -23,6 +23,7 @@ import mimetypes
 import ssl
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
@@ -139,8 +140,10 @@ class Connection:
         hub: EngineHub,
         config: ServeConfig,
         metrics: ServerMetrics | None = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> None:
         self.ws = ws
+        self.on_event = on_event
         self.hub = hub
         self.config = config
         self.metrics = metrics or ServerMetrics()
@@ -379,6 +382,8 @@ class Connection:
             for item in self.hub_session.take():
                 if isinstance(item, Event):
                     self.metrics.observe(item)
+                    if self.on_event is not None:
+                        self.on_event(item)
                     if self.transcript is not None:
                         self.transcript.observe(item)
                     await self.ws.send(json.dumps(item.to_dict()))
@@ -424,8 +429,10 @@ async def serve_forever(
     config: ServeConfig,
     ready: asyncio.Event | None = None,
     metrics: ServerMetrics | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> None:
-    """Serve until cancelled. ``ready`` is set once the port is open."""
+    """Serve until cancelled. ``ready`` is set once the port is open; ``on_event`` sees
+    every session's events (on the event loop's thread) as they go to the clients."""
     metrics = metrics or ServerMetrics()
     access = config.access
 
@@ -451,7 +458,7 @@ async def serve_forever(
 
     async def handler(ws: ServerConnection) -> None:
         try:
-            await Connection(ws, hub, config, metrics).run()
+            await Connection(ws, hub, config, metrics, on_event).run()
         except ConnectionClosed:
             pass
         except Exception:  # one connection's bug must not take the server down
