@@ -15,11 +15,10 @@ final transcript before another's pre-fill) instead of fighting over it.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 
 from voice.config import Settings
-from voice.conversation.engines import Engines
+from voice.conversation.engines import Engines, lane_configs
 from voice.listen.runner import Recognizer
 from voice.listen.setup import build_engine
 from voice.serve.hub import EngineHub
@@ -46,9 +45,7 @@ class ModelPool:
 
     def engines_for(self, settings: Settings) -> Engines:
         """Engines for one conversation with these settings (loads what is missing)."""
-        threads = settings.conversation.lane_threads
-        tts_config = dataclasses.replace(settings.tts, output_rate=16000, threads=threads)
-        llm_config = dataclasses.replace(settings.llm, threads=threads, threads_batch=threads)
+        llm_config, tts_config = lane_configs(settings)
         with self._lock:
             asr_key = repr(settings.asr)
             if asr_key not in self._asr:

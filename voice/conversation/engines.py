@@ -47,9 +47,10 @@ from voice.errors import VoiceError
 from voice.listen.runner import Recognizer, run_pass
 from voice.listen.setup import build_engine
 from voice.speak.reply import Synthesizer
-from voice.speak.tts import PiperTts
+from voice.speak.tts import PiperTts, TtsConfig
 from voice.think.backend import (
     LlmBackend,
+    LlmConfig,
     TokenSteps,
     end_of_turn_probability,
     make_backend,
@@ -82,14 +83,21 @@ class Engines:
         # Engines never overlap in the lane, so the LLM and the voice may use all of it
         # (``voice chat`` overlaps them instead, one thread each). Whisper keeps
         # ``asr.threads``: tiny.en decodes faster on one thread than on two here.
-        threads = settings.conversation.lane_threads
-        llm = dataclasses.replace(settings.llm, threads=threads, threads_batch=threads)
-        tts = dataclasses.replace(settings.tts, output_rate=16000, threads=threads)
+        llm, tts = lane_configs(settings)
         return cls(asr=build_engine(settings), llm=make_backend(llm), tts=PiperTts(tts))
 
     @property
     def has_end_of_turn_model(self) -> bool:
         return hasattr(self.llm, "end_of_turn_probability")
+
+
+def lane_configs(settings: Settings) -> tuple[LlmConfig, TtsConfig]:
+    """The LLM's and the voice's settings for a lane: all of its threads each (they
+    never run at once there), and the voice at the pipeline's 16 kHz."""
+    threads = settings.conversation.lane_threads
+    llm = dataclasses.replace(settings.llm, threads=threads, threads_batch=threads)
+    tts = dataclasses.replace(settings.tts, output_rate=16000, threads=threads)
+    return llm, tts
 
 
 class EngineLane:

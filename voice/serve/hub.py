@@ -35,7 +35,7 @@ from voice.conversation.actions import (
     PrefillJob,
     TtsJob,
 )
-from voice.conversation.engines import EngineLane, Engines
+from voice.conversation.engines import EngineLane, Engines, lane_configs
 from voice.conversation.faults import make_lane
 from voice.conversation.runtime import deliver, run_job
 from voice.conversation.session import PHRASE_GENS, Output, Session
@@ -205,9 +205,7 @@ class EngineHub:
             self._contexts.append(self._new_context())
 
     def _new_context(self) -> LlmBackend:
-        threads = self.settings.conversation.lane_threads
-        config = dataclasses.replace(self.settings.llm, threads=threads, threads_batch=threads)
-        return make_backend(config)
+        return make_backend(lane_configs(self.settings)[0])
 
     def open(self, wake: Callable[[], None]) -> HubSession:
         """A new session, or :class:`ServerFull`. May load an LLM context (blocking)."""
