@@ -118,3 +118,23 @@ def test_make_lane_drills_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> No
     with pytest.raises(RuntimeError, match="injected tts fault"):
         lane.run(TtsJob(1, 1, "two"))
     lane.run(TtsJob(1, 2, "three"))
+
+
+def test_the_engine_thread_hands_freed_memory_back_when_it_falls_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from voice.conversation import engines
+
+    trims: list[int] = []
+    monkeypatch.setattr(engines, "release_freed_memory", lambda: trims.append(1))
+    worker = engines._Worker()
+    release = threading.Event()
+    first = worker.submit(lambda: release.wait(5))
+    second = worker.submit(lambda: "done")  # queued behind the first: no trim between
+    release.set()
+    assert second.result(5) == "done" and first.result(5) is True
+    deadline = time.monotonic() + 5
+    while not trims and time.monotonic() < deadline:
+        time.sleep(0.01)
+    worker.shutdown()
+    assert trims == [1]

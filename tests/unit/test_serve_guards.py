@@ -224,7 +224,7 @@ def test_a_killed_writer_leaves_only_whole_lines(tmp_path: Path) -> None:
 
 
 def test_freed_memory_goes_back_to_the_system_at_most_every_few_seconds() -> None:
-    from voice.serve import memory
+    from voice.conversation import memory
 
     memory._last = 0.0
     assert memory.release_freed_memory(now=1000.0) is (memory._libc is not False)

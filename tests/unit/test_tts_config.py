@@ -27,3 +27,24 @@ def test_tts_settings_from_environment() -> None:
 def test_bad_tts_settings_fail_before_loading(config: TtsConfig, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         PiperTts(config)
+
+
+def test_the_voice_gives_spare_arena_memory_back_at_most_every_interval() -> None:
+    from voice.speak.tts import ARENA_SHRINK_INTERVAL_S, _AbortableSession
+
+    shrink_key = "memory.enable_memory_arena_shrinkage"
+    now = [100.0]
+    asked: list[str] = []
+
+    class Session:
+        def run(self, output_names: object, inputs: object, options: object) -> None:
+            try:
+                asked.append(options.get_run_config_entry(shrink_key))  # type: ignore[attr-defined]
+            except RuntimeError:  # not set on this run
+                asked.append("")
+
+    session = _AbortableSession(Session(), clock=lambda: now[0])
+    for step in (1.0, 1.0, ARENA_SHRINK_INTERVAL_S, 1.0, ARENA_SHRINK_INTERVAL_S):
+        now[0] += step
+        session.run(None, {})
+    assert asked == ["", "", "cpu:0", "", "cpu:0"]

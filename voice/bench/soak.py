@@ -11,7 +11,9 @@ Reported per N: turns and how many were answered, voice-to-voice and barge-in
 p50/p95 as the well-behaved clients felt them, the errors they saw (they must
 see none of the vandal's), the server's CPU, and its resident memory over time
 (sampled every 5 s) with the growth per minute after the first minute, when
-caches and pools have filled.
+caches and pools have filled. Every five minutes everyone hangs up for 20 s and
+the heap is read at rest: what open sessions and work in flight use comes and
+goes with them, so a leak is what rises from one rest to the next.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import random
 import threading
 import time
+from collections import Counter
 from functools import partial
 from typing import Any
 
@@ -42,6 +45,8 @@ from voice.bench.stats import p50_p95
 from voice.serve.client import VoiceClient
 
 RSS_EVERY_S = 5.0
+PHASE_MIN = 5.0  # the clients pause this often, so that the heap at rest can be read
+REST_S = 20.0  # long enough for the last sessions to close and the freed heap to go back
 HELLO = json.dumps({"type": "hello", "protocol": 1, "sample_rate": 16000, "format": "pcm16"})
 
 
@@ -57,9 +62,12 @@ class RssLog:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
+    def elapsed(self) -> float:
+        return time.monotonic() - self._start
+
     def _run(self) -> None:
         while True:
-            t = round(time.monotonic() - self._start, 1)
+            t = round(self.elapsed(), 1)
             self.samples.append((t, round(self.server.ps.memory_info().rss / 2**20, 1)))
             anon = _anonymous_mb(self.server.ps.pid)
             if anon is not None:
@@ -115,12 +123,15 @@ async def _talk_until(
     rng = random.Random(seed)
     while time.monotonic() < deadline:
         mine = [turns[rng.randrange(len(turns))] for _ in range(TURNS)]
-        result = await _converse(url, mine, barge, seed=rng.randrange(1 << 30))
-        for name in ("v2v_ms", "barge_ms", "server_v2v_ms", "errors"):
-            getattr(total, name).extend(getattr(result, name))
-        total.turns += result.turns
-        total.answered += result.answered
+        _add(total, await _converse(url, mine, barge, seed=rng.randrange(1 << 30)))
     return total
+
+
+def _add(total: _ClientResult, result: _ClientResult) -> None:
+    for name in ("v2v_ms", "barge_ms", "server_v2v_ms", "errors"):
+        getattr(total, name).extend(getattr(result, name))
+    total.turns += result.turns
+    total.answered += result.answered
 
 
 async def _vandal(url: str, turns: list[_Turn], deadline: float) -> dict[str, int]:
@@ -160,6 +171,15 @@ async def _vandal(url: str, turns: list[_Turn], deadline: float) -> dict[str, in
     return done
 
 
+async def _phase(
+    url: str, turns: list[_Turn], barges: list[_Turn], n: int, deadline: float
+) -> tuple[list[_ClientResult], dict[str, int]]:
+    """N users and the vandal until ``deadline``."""
+    users = [_talk_until(url, turns, barges[k % len(barges)], deadline, k) for k in range(n)]
+    done, mischief = await asyncio.gather(asyncio.gather(*users), _vandal(url, turns, deadline))
+    return list(done), mischief
+
+
 def bench_soak(clips: list[Clip], clients: list[int], minutes: float) -> dict[str, Any]:
     turns, barges = plan(clips)
     env = {"VOICE_LLM_MAX_REPLY_TOKENS": str(BENCH_REPLY_TOKENS)}
@@ -170,16 +190,19 @@ def bench_soak(clips: list[Clip], clients: list[int], minutes: float) -> dict[st
             server.wait_idle(30)
             rss = RssLog(server)
             cpu0, wall0 = server.cpu_s(), time.perf_counter()
-            deadline = time.monotonic() + minutes * 60.0
+            results = [_ClientResult() for _ in range(n)]
+            vandal: Counter[str] = Counter()
+            at_rest: list[tuple[float, float | None]] = []
 
-            async def run(n: int = n, deadline: float = deadline) -> tuple[Any, ...]:
-                users = [
-                    _talk_until(server.ws_url, turns, barges[k % len(barges)], deadline, k)
-                    for k in range(n)
-                ]
-                return tuple(await asyncio.gather(*users, _vandal(server.ws_url, turns, deadline)))
-
-            *results, vandal = asyncio.run(run())
+            end = time.monotonic() + minutes * 60.0
+            while time.monotonic() < end - 1.0:
+                deadline = min(end, time.monotonic() + PHASE_MIN * 60.0)
+                done, mischief = asyncio.run(_phase(server.ws_url, turns, barges, n, deadline))
+                for total, result in zip(results, done, strict=True):
+                    _add(total, result)
+                vandal.update(mischief)
+                time.sleep(REST_S)  # every session closed: the server settles
+                at_rest.append((round(rss.elapsed() / 60.0, 1), _anonymous_mb(server.ps.pid)))
             wall = time.perf_counter() - wall0
             health = server.health()
             per_n[str(n)] = {
@@ -193,7 +216,10 @@ def bench_soak(clips: list[Clip], clients: list[int], minutes: float) -> dict[st
                 ),
                 "barge_in_ms": p50_p95([ms for r in results for ms in r.barge_ms]),
                 "errors_seen_by_users": sorted({e for r in results for e in r.errors}),
-                "vandal": vandal,
+                "vandal": dict(vandal),
+                # The heap with no one connected, after each phase: a leak shows here
+                # as a rise from phase to phase; what busy sessions use does not.
+                "anon_mb_at_rest": at_rest,
                 "server_cpu_percent": round(100.0 * (server.cpu_s() - cpu0) / wall, 1),
                 "server_alive": server.proc.poll() is None and health["status"] == "ok",
                 **rss.stop(),

@@ -43,6 +43,7 @@ from voice.conversation.actions import (
     TtsJob,
     engine_of,
 )
+from voice.conversation.memory import release_freed_memory
 from voice.errors import VoiceError
 from voice.listen.runner import Recognizer, run_pass
 from voice.listen.setup import build_engine
@@ -230,6 +231,8 @@ class _Worker:
                 future.set_result(fn())
             except BaseException as exc:
                 future.set_exception(exc)
+            if self._jobs.empty():
+                release_freed_memory()  # idle: hand back what the last jobs freed
 
 
 _shared: _Worker | None = None

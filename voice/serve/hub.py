@@ -37,11 +37,11 @@ from voice.conversation.actions import (
 )
 from voice.conversation.engines import EngineLane, Engines, lane_configs
 from voice.conversation.faults import make_lane
+from voice.conversation.memory import release_freed_memory
 from voice.conversation.runtime import deliver, run_job
 from voice.conversation.session import PHRASE_GENS, Output, Session
 from voice.conversation.setup import build_session
 from voice.errors import VoiceError
-from voice.serve.memory import release_freed_memory
 from voice.think.backend import LlmBackend, make_backend
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,7 @@ class EngineHub:
         self._sessions: list[HubSession] = []
         self._closing: list[HubSession] = []
         self._contexts: list[LlmBackend] = []
+        self._worked_since_trim = False
         self._own_contexts = engines is not None and settings.llm.backend == "embedded"
         if self._own_contexts and engines is not None:
             self._contexts.append(engines.llm)
@@ -283,7 +284,8 @@ class EngineHub:
             if hub_session.context is not None:
                 with self._lock:
                     self._contexts.append(hub_session.context)
-        release_freed_memory()  # what the closed sessions used goes back to the system
+        # What the closed sessions used goes back to the system, now or once idle.
+        self._worked_since_trim = not release_freed_memory()
 
     def _pick(self) -> HubSession | None:
         with self._lock:
@@ -318,9 +320,14 @@ class EngineHub:
             self._finish_closed()
             hub_session = self._pick()
             if hub_session is None:
+                # Idle: once the work is over, what it freed goes back to the system
+                # (the trims during work are rate-limited and may have missed the end).
+                if self._worked_since_trim and release_freed_memory():
+                    self._worked_since_trim = False
                 self._wake.wait(0.02)
                 self._wake.clear()
                 continue
+            self._worked_since_trim = True
             job = hub_session.pending
             assert job is not None
             with self._running_lock:

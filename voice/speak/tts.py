@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -196,18 +197,32 @@ class PiperTts:
         self.synthesize_all("Hello.")
 
 
+# onnxruntime's CPU arena keeps every block it ever extended by, and sentences of
+# ever new lengths fragment it: measured, 1100 random sentences grew the heap from
+# 380 to 680 MB in steps, and starting with the longest sentence did not stop it.
+# Letting one run in this many seconds give the spare blocks back kept the heap
+# flat (280 MB) at the cost of re-allocating them once.
+ARENA_SHRINK_INTERVAL_S = 10.0
+
+
 class _AbortableSession:
     """Piper's ONNX session, with each run abortable from another thread."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Any, clock: Callable[[], float] = time.monotonic) -> None:
         self._session = session
         self._lock = threading.Lock()
         self._current: Any = None
+        self._clock = clock
+        self._last_shrink = clock()
 
     def run(self, output_names: Any, inputs: Any) -> Any:
         import onnxruntime
 
         options = onnxruntime.RunOptions()
+        now = self._clock()
+        if now - self._last_shrink >= ARENA_SHRINK_INTERVAL_S:
+            self._last_shrink = now
+            options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         with self._lock:
             self._current = options
         try:
