@@ -102,6 +102,7 @@ def test_two_clients_at_once_each_get_their_own_answer(voice_server: VoiceServer
         mine = set(replies_started(client))
         assert mine and set(client.replies) <= mine  # no audio of the other's reply
         assert all(r.played > 0 for r in client.replies.values())
+    assert voice_server.health()["llm_contexts"] >= 2  # one LLM context per session at once
 
 
 async def _raw(url: str) -> Any:

@@ -114,6 +114,32 @@ def _anonymous_mb(pid: int) -> float | None:
     return None
 
 
+def _at_rest(server: ServerProcess, elapsed_s: float) -> dict[str, Any]:
+    """The server's heap with no one connected, and where it lives: glibc's main heap,
+    and the other anonymous mappings (thread arenas, model buffers, onnxruntime)."""
+    brk_kb = other_kb = mappings = 0
+    with open(f"/proc/{server.ps.pid}/smaps") as smaps:
+        name = ""
+        for line in smaps:
+            head = line.split()
+            if "-" in head[0] and ":" not in head[0]:  # a mapping's first line
+                name = head[5] if len(head) > 5 else ""
+            elif head[0] == "Anonymous:" and int(head[1]):
+                if name == "[heap]":
+                    brk_kb += int(head[1])
+                elif not name:
+                    other_kb += int(head[1])
+                    mappings += 1
+    return {
+        "minute": round(elapsed_s / 60.0, 1),
+        "anon_mb": _anonymous_mb(server.ps.pid),
+        "main_heap_mb": round(brk_kb / 1024, 1),
+        "other_anon_mb": round(other_kb / 1024, 1),
+        "other_anon_mappings": mappings,
+        "llm_contexts": server.health().get("llm_contexts"),
+    }
+
+
 async def _talk_until(
     url: str, turns: list[_Turn], barge: _Turn, deadline: float, seed: int
 ) -> _ClientResult:
@@ -123,7 +149,11 @@ async def _talk_until(
     rng = random.Random(seed)
     while time.monotonic() < deadline:
         mine = [turns[rng.randrange(len(turns))] for _ in range(TURNS)]
-        _add(total, await _converse(url, mine, barge, seed=rng.randrange(1 << 30)))
+        try:
+            _add(total, await _converse(url, mine, barge, seed=rng.randrange(1 << 30)))
+        except ConnectionError as exc:  # "server full": try again later, as told
+            total.errors.append(f"refused: {exc}"[:120])
+            await asyncio.sleep(1.0)
     return total
 
 
@@ -192,7 +222,7 @@ def bench_soak(clips: list[Clip], clients: list[int], minutes: float) -> dict[st
             cpu0, wall0 = server.cpu_s(), time.perf_counter()
             results = [_ClientResult() for _ in range(n)]
             vandal: Counter[str] = Counter()
-            at_rest: list[tuple[float, float | None]] = []
+            at_rest: list[dict[str, Any]] = []
 
             end = time.monotonic() + minutes * 60.0
             while time.monotonic() < end - 1.0:
@@ -202,7 +232,7 @@ def bench_soak(clips: list[Clip], clients: list[int], minutes: float) -> dict[st
                     _add(total, result)
                 vandal.update(mischief)
                 time.sleep(REST_S)  # every session closed: the server settles
-                at_rest.append((round(rss.elapsed() / 60.0, 1), _anonymous_mb(server.ps.pid)))
+                at_rest.append(_at_rest(server, rss.elapsed()))
             wall = time.perf_counter() - wall0
             health = server.health()
             per_n[str(n)] = {

@@ -137,10 +137,12 @@ class EngineHub:
         self._sessions: list[HubSession] = []
         self._closing: list[HubSession] = []
         self._contexts: list[LlmBackend] = []
+        self._contexts_made = 0  # each holds its KV cache and buffers for good
         self._worked_since_trim = False
         self._own_contexts = engines is not None and settings.llm.backend == "embedded"
         if self._own_contexts and engines is not None:
             self._contexts.append(engines.llm)
+            self._contexts_made = 1
         self._served = itertools.count(1)
         self._running: HubSession | None = None  # whose job the engine thread runs now
         self._running_job: Job | None = None
@@ -182,6 +184,7 @@ class EngineHub:
         with self._lock:
             return {
                 "sessions": len(self._sessions),
+                "llm_contexts": self._contexts_made,
                 "max_sessions": self.max_sessions,
                 "jobs_run": int(sum(n for n, _ in self.compute_by_kind.values())),
                 "llm_steps": int(self.compute_by_kind.get("llm_step", [0, 0])[0]),
@@ -206,6 +209,7 @@ class EngineHub:
             self._contexts.append(self._new_context())
 
     def _new_context(self) -> LlmBackend:
+        self._contexts_made += 1
         return make_backend(lane_configs(self.settings)[0])
 
     def open(self, wake: Callable[[], None]) -> HubSession:
