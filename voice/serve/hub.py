@@ -42,6 +42,7 @@ from voice.conversation.runtime import deliver, run_job
 from voice.conversation.session import PHRASE_GENS, Output, Session
 from voice.conversation.setup import build_session
 from voice.errors import VoiceError
+from voice.listen.vad import close_classifier
 from voice.think.backend import LlmBackend, make_backend
 
 log = logging.getLogger(__name__)
@@ -282,6 +283,9 @@ class EngineHub:
         for hub_session in closing:
             with hub_session.lock:
                 hub_session.lane.close()  # stops an open generation; frees the context
+                listener = getattr(hub_session.session, "listener", None)  # attached ones may lack
+                if listener is not None:
+                    close_classifier(listener.classifier)  # Silero's native model, now
                 end = max(hub_session.last_job_end, hub_session.closed_at or 0.0)
                 self.cancel_ms.append((end - (hub_session.closed_at or end)) * 1000.0)
                 del self.cancel_ms[:-200]  # the recent ones are what stats() shows
