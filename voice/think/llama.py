@@ -23,6 +23,7 @@ import numpy as np
 
 from voice.errors import VoiceError
 from voice.models import resolve_llm_model
+from voice.think.amx import avoid_amx
 from voice.think.backend import LlmConfig, Message, TokenSteps
 from voice.think.requantize import converted_model
 
@@ -62,6 +63,7 @@ class LlamaBackend:
                 code="missing_dependency",
             ) from exc
         self.config = config
+        avoid_amx()  # its kernels crash llama.cpp on some machines (see voice.think.amx)
         path = converted_model(resolve_llm_model(config.model), config.convert_to)
         try:
             self.llm = Llama(
