@@ -31,6 +31,7 @@ class FakeSession:
         self.results: list[Job] = []
         self.audio_ahead_ms = audio_ahead_ms
         self.awaiting_first_audio = False
+        self.closed = False
 
     def next_job(self) -> Job | None:
         return self.jobs.pop(0) if self.jobs else None
@@ -43,6 +44,9 @@ class FakeSession:
 
     def on_job_failed(self, job: Job, error: BaseException) -> None:
         raise AssertionError(error)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class FakeLane:
@@ -130,7 +134,7 @@ def test_a_reply_with_plenty_of_audio_queued_waits_for_another_reply_to_start() 
     assert log == ["silent:llm"] * 3 + ["covered:llm"] * 3
 
 
-def test_a_closed_session_runs_nothing_more_and_its_generation_is_closed() -> None:
+def test_a_closed_session_runs_nothing_more_and_it_and_its_generation_are_closed() -> None:
     log: list[str] = []
     hub = hub_for_tests()
     gate = threading.Event()
@@ -142,6 +146,7 @@ def test_a_closed_session_runs_nothing_more_and_its_generation_is_closed() -> No
         time.sleep(0.1)
     assert log == ["gone:llm"]  # the step that was running when it closed
     assert gone.lane.closed  # type: ignore[attr-defined]
+    assert gone.session.closed  # type: ignore[attr-defined]  # its native models freed
     assert len(hub.cancel_ms) == 1 and hub.stats()["sessions"] == 0
 
 

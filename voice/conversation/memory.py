@@ -6,10 +6,10 @@ instead of returning it, and with several malloc arenas the kept memory only
 grows: measured, 400 sessions opening and closing on fake engines left 290 MB
 of resident heap, of which ``malloc_trim(0)`` gave back 270 MB; Whisper passes
 over windows of every length left 140 MB that a trim returns. The engine
-thread trims whenever it falls idle and the server after sessions close, at
-most every few seconds (a trim takes about 1 ms here), so a long-running
-process's memory follows what it is using now, not the most it ever used.
-Elsewhere than glibc it does nothing.
+threads (a session's, and the server's hub, whose idle also follows every
+session that closed) trim whenever they fall idle, at most every few seconds
+(a trim takes about 1 ms here), so a long-running process's memory follows
+what it is using now, not the most it ever used. Elsewhere than glibc it does nothing.
 """
 
 from __future__ import annotations

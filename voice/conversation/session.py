@@ -338,6 +338,10 @@ class Session:
             self._on_listener_event(event)
         self._update_state()
 
+    def close(self) -> None:
+        """The conversation is over: free what its listener holds natively."""
+        self.listener.close()
+
     def on_played(self, reply_id: int, samples: int) -> None:
         """The output reports how many samples of ``reply_id`` it has played in total."""
         if self._reply is None or reply_id != self._reply.gen_id:

@@ -32,7 +32,7 @@ from voice.audio.format import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, float_to_pc
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.agreement import LocalAgreement, normalize_word, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
-from voice.listen.vad import FrameClassifier
+from voice.listen.vad import FrameClassifier, close_classifier
 from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
 
 Float32Array = npt.NDArray[np.float32]
@@ -255,6 +255,11 @@ class Listener:
         if ended is not None and current is not None:
             return self._end(current)
         return []
+
+    def close(self) -> None:
+        """Free the classifier's native model now (Silero's), rather than whenever a
+        full garbage collection reaches a listener caught in a reference cycle."""
+        close_classifier(self.classifier)
 
     # -- recognition -------------------------------------------------------------------
 

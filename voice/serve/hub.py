@@ -22,6 +22,7 @@ import itertools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,7 +43,6 @@ from voice.conversation.runtime import deliver, run_job
 from voice.conversation.session import PHRASE_GENS, Output, Session
 from voice.conversation.setup import build_session
 from voice.errors import VoiceError
-from voice.listen.vad import close_classifier
 from voice.think.backend import LlmBackend, make_backend
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,8 @@ class EngineHub:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._work, name="engine-hub", daemon=True)
-        self.cancel_ms: list[float] = []  # per closed session: close to its last job's end
+        # Per closed session: close to its last job's end (the recent ones; stats() shows them).
+        self.cancel_ms: deque[float] = deque(maxlen=200)
         self.compute_ms = 0.0
         self.compute_by_kind: dict[str, list[float]] = {}  # kind -> [count, seconds]
         self.started_at = time.perf_counter()
@@ -197,7 +198,7 @@ class EngineHub:
                     kind: {"jobs": int(n), "seconds": round(sec, 2)}
                     for kind, (n, sec) in sorted(self.compute_by_kind.items())
                 },
-                "cancel_ms": [round(ms, 1) for ms in self.cancel_ms[-20:]],
+                "cancel_ms": [round(ms, 1) for ms in list(self.cancel_ms)[-20:]],
                 # The HTTP backend's connection state ("ok", "retrying", "unreachable").
                 "llm_state": str(getattr(getattr(self.engines, "llm", None), "state", "embedded")),
             }
@@ -283,17 +284,13 @@ class EngineHub:
         for hub_session in closing:
             with hub_session.lock:
                 hub_session.lane.close()  # stops an open generation; frees the context
-                listener = getattr(hub_session.session, "listener", None)  # attached ones may lack
-                if listener is not None:
-                    close_classifier(listener.classifier)  # Silero's native model, now
+                hub_session.session.close()
                 end = max(hub_session.last_job_end, hub_session.closed_at or 0.0)
                 self.cancel_ms.append((end - (hub_session.closed_at or end)) * 1000.0)
-                del self.cancel_ms[:-200]  # the recent ones are what stats() shows
             if hub_session.context is not None:
                 with self._lock:
                     self._contexts.append(hub_session.context)
-        # What the closed sessions used goes back to the system, now or once idle.
-        self._worked_since_trim = not release_freed_memory()
+        self._worked_since_trim = True  # what they used goes back to the system once idle
 
     def _pick(self) -> HubSession | None:
         with self._lock:
