@@ -10,10 +10,12 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
+from voice.conversation.memory import HeapUsage, heap_usage
 from voice.conversation.transcript import TranscriptWriter, read_transcript
 from voice.events import Error, Final, Interrupted, ReplyEnded, ReplyStarted, TurnMetrics
 from voice.serve.access import Access, exposure_warning, is_loopback
@@ -141,7 +143,9 @@ def test_prometheus_text_parses_and_carries_the_figures() -> None:
     metrics.refuse("bad_token")
     hub = {"sessions": 2, "max_sessions": 4, "engine_busy": 0.5,
            "by_kind": {"tts": {"jobs": 3, "seconds": 1.5}}}  # fmt: skip
-    families = {f.name: f for f in text_string_to_metric_families(metrics.prometheus(hub, 123))}
+    heap = HeapUsage(in_use_bytes=1000, free_bytes=200, python_blocks=30)
+    text = metrics.prometheus(hub, 123, heap)
+    families = {f.name: f for f in text_string_to_metric_families(text)}
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in families.values() for s in f.samples}  # fmt: skip
     assert families["voice_voice_to_voice_seconds"].type == "summary"
@@ -157,6 +161,9 @@ def test_prometheus_text_parses_and_carries_the_figures() -> None:
     assert samples[("voice_active_sessions", ())] == 2
     assert samples[("voice_engine_jobs_total", (("kind", "tts"),))] == 3
     assert samples[("process_resident_memory_bytes", ())] == 123
+    assert samples[("voice_heap_in_use_bytes", ())] == 1000
+    assert samples[("voice_heap_free_bytes", ())] == 200
+    assert samples[("voice_python_allocated_blocks", ())] == 30
 
 
 def test_metrics_without_turns_still_parse() -> None:
@@ -221,6 +228,22 @@ def test_a_killed_writer_leaves_only_whole_lines(tmp_path: Path) -> None:
     records = read_transcript(path)
     assert len(records) > 100
     assert [r["i"] for r in records[1:]] == list(range(len(records) - 1))
+
+
+def test_heap_usage_sees_a_live_allocation_and_its_release() -> None:
+    """What tells a leak from kept free memory: a live 64 MB block counts as in use
+    (Python's numpy buffer comes from the C heap), and stops counting once freed."""
+    before = heap_usage()
+    if before.in_use_bytes is None:
+        pytest.skip("glibc's mallinfo2 is not available here")
+    block = np.ones(64 * 2**20, dtype=np.uint8)
+    held = heap_usage()
+    del block
+    after = heap_usage()
+    assert held.in_use_bytes is not None and after.in_use_bytes is not None
+    assert held.in_use_bytes - before.in_use_bytes >= 64 * 2**20
+    assert held.in_use_bytes - after.in_use_bytes >= 64 * 2**20
+    assert before.python_blocks > 0
 
 
 def test_freed_memory_goes_back_to_the_system_at_most_every_few_seconds() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from voice.bench.stats import percentile
+from voice.conversation.memory import HeapUsage
 from voice.events import Error as ErrorEvent
 from voice.events import Event, Interrupted, ReplyStarted, TurnMetrics
 
@@ -80,8 +81,11 @@ class ServerMetrics:
     def refuse(self, reason: str) -> None:
         self.refused[reason] += 1
 
-    def prometheus(self, hub: dict[str, object], rss_bytes: int | None) -> str:
-        """The exposition text; ``hub`` is :meth:`EngineHub.stats`."""
+    def prometheus(
+        self, hub: dict[str, object], rss_bytes: int | None, heap: HeapUsage | None = None
+    ) -> str:
+        """The exposition text; ``hub`` is :meth:`EngineHub.stats`, ``heap`` what
+        :func:`voice.conversation.memory.heap_usage` says (a leak shows there)."""
         out: list[str] = []
 
         def metric(name: str, kind: str, help_text: str, lines: Iterable[str]) -> None:
@@ -135,6 +139,15 @@ class ServerMetrics:
                      {k: v["seconds"] for k, v in by_kind.items()})  # fmt: skip
         if rss_bytes is not None:
             one("process_resident_memory_bytes", "gauge", "Resident memory.", rss_bytes)
+        if heap is not None:
+            if heap.in_use_bytes is not None:
+                one("voice_heap_in_use_bytes", "gauge", "C heap held by live allocations.",
+                    heap.in_use_bytes)  # fmt: skip
+            if heap.free_bytes is not None:
+                one("voice_heap_free_bytes", "gauge", "Freed C heap kept for reuse.",
+                    heap.free_bytes)  # fmt: skip
+            one("voice_python_allocated_blocks", "gauge", "Memory blocks Python objects hold.",
+                heap.python_blocks)  # fmt: skip
         one("process_start_time_seconds", "gauge", "Start time (Unix).", self.started)
         return "\n".join(out) + "\n"
 

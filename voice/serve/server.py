@@ -39,6 +39,7 @@ from voice.audio.checks import ByteOrderWatch
 from voice.audio.format import SAMPLE_RATE
 from voice.audio.resample import Resampler, resample
 from voice.conversation.actions import Clear, Pause, Play, Resume
+from voice.conversation.memory import heap_usage
 from voice.conversation.transcript import TranscriptWriter
 from voice.errors import VoiceError
 from voice.events import Event
@@ -452,7 +453,7 @@ async def serve_forever(
             refusal = access.check(request, need_origin_check=False)
             if refusal is not None:
                 return _response(refusal.status, refusal.text.encode() + b"\n", "text/plain")
-            text = metrics.prometheus(hub.stats(), _rss_bytes())
+            text = metrics.prometheus(hub.stats(), _rss_bytes(), heap_usage())
             return _response(HTTPStatus.OK, text.encode(), "text/plain; version=0.0.4")
         return static_response(config.web_dir, path)
 
