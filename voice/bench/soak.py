@@ -116,7 +116,9 @@ def _anonymous_mb(pid: int) -> float | None:
 
 def _at_rest(server: ServerProcess, elapsed_s: float) -> dict[str, Any]:
     """The server's heap with no one connected, and where it lives: glibc's main heap,
-    and the other anonymous mappings (thread arenas, model buffers, onnxruntime)."""
+    and the other anonymous mappings (thread arenas, model buffers, onnxruntime); and
+    what of it is live (the server's own ``/metrics``): a leak grows the C heap in use
+    or Python's blocks, while memory glibc only keeps after a free grows neither."""
     brk_kb = other_kb = mappings = 0
     with open(f"/proc/{server.ps.pid}/smaps") as smaps:
         name = ""
@@ -137,7 +139,22 @@ def _at_rest(server: ServerProcess, elapsed_s: float) -> dict[str, Any]:
         "other_anon_mb": round(other_kb / 1024, 1),
         "other_anon_mappings": mappings,
         "llm_contexts": server.health().get("llm_contexts"),
+        **_live_heap(server),
     }
+
+
+def _live_heap(server: ServerProcess) -> dict[str, float]:
+    status, body = server.get("/metrics")
+    gauges = {}
+    for line in body.decode().splitlines() if status == 200 else []:
+        name, _, value = line.partition(" ")
+        if name in ("voice_heap_in_use_bytes", "voice_heap_free_bytes"):
+            gauges[name.removeprefix("voice_").replace("_bytes", "_mb")] = round(
+                float(value) / 2**20, 1
+            )
+        elif name == "voice_python_allocated_blocks":
+            gauges["python_blocks"] = int(float(value))
+    return gauges
 
 
 async def _talk_until(
