@@ -335,6 +335,19 @@ def test_a_turn_after_a_barge_in_waits_for_the_answer_to_it() -> None:
     assert len(of(result, "reply_start")) == 3
 
 
+def test_a_reply_that_cut_in_on_a_pause_does_not_place_the_next_clip() -> None:
+    """The reply to the first words cuts in on the pause and is cut off by the rest of
+    the clip; the next clip waits for the answer to the whole clip, not for that end."""
+    first = np.concatenate([tone(1.2), gap(1.5), tone(1.2)])
+    turns = [at(first, 0.5), after(tone(1.0), "reply_end", 0.5)]
+    result, _ = run(turns)
+    ends = of(result, "reply_end")
+    assert ends[0]["interrupted"] and ends[0]["audio_ms"] < 500 + len(first) / 16
+    second = turns[1].start_sample
+    assert second is not None and second / 16 == ends[1]["audio_ms"] + 500
+    assert not ends[1]["interrupted"]
+
+
 def test_speech_over_a_reply_from_its_start_is_a_barge_in_candidate() -> None:
     """Finals are one at a time: a second turn's final never starts a second voice."""
     result, _ = run([at(tone(1.0), 0.5), after(tone(1.0), "reply_start", 0.0)])

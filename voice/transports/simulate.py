@@ -12,7 +12,9 @@ times or relative to the assistant's replies::
 ``after`` waits for the start of a reply that began after the previous clip
 began, or for the end of a reply that either began after the previous clip
 began or ends after that clip is over (so a clip after a barge-in waits for
-the answer to the barge-in, not for the end of the reply it cut off).
+the answer to the barge-in, not for the end of the reply it cut off). A reply
+interrupted while the previous clip still plays never counts: it cut in on a
+pause, and one speaker does not start the next clip over their own last one.
 
 The simulated speaker plays what the session queues at real time on the same
 clock, honours pause, resume and clear at once, and reports its position
@@ -143,8 +145,11 @@ class ScriptedUser:
         if event.type != after:
             return False
         reply_id = getattr(event, "reply_id", -1)
+        over = now >= self._previous_end
+        if isinstance(event, ReplyEnded) and event.interrupted and not over:
+            return False  # a reply that cut in and was cut off: the answer is yet to come
         began_after = self._reply_starts.get(reply_id, -1) >= self._previous_start
-        return began_after or (isinstance(event, ReplyEnded) and now >= self._previous_end)
+        return began_after or (isinstance(event, ReplyEnded) and over)
 
     @property
     def all_placed(self) -> bool:
