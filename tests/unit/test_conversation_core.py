@@ -275,6 +275,12 @@ def test_filler_plays_when_the_reply_is_late() -> None:
         ("I love you.", None, "complete"),
         ("Then we went to the.", None, "incomplete"),
         ("Tell me a joke", 0.2, "unsure"),
+        ("If it rains tomorrow.", None, "incomplete"),
+        ("They said no. When it was the 673rd night.", None, "incomplete"),
+        ("If it rains tomorrow, wake me up.", None, "complete"),
+        ("When does the shop open?", None, "complete"),
+        ("Because of the rain. I stayed home.", None, "complete"),
+        ("After dinner.", None, "complete"),
         ("", None, "unsure"),
     ],
 )

@@ -6,8 +6,11 @@ less when the words so far look like a finished turn and longer when they
 plainly are not. Two signals, each measured by ``voice bench conversation``:
 
 - The text: a trailing filler ("um"), conjunction ("and"), article or
-  preposition, or a trailing comma, means more is coming; a final ".", "?" or
-  "!" (Whisper punctuates what it hears as finished) means it may be done.
+  preposition, or a trailing comma, means more is coming; so does a last
+  sentence that is only a subordinate clause ("If it rains tomorrow.", "When
+  it was the night."): people pause after one before the main clause, and
+  Whisper puts a full stop at the pause. A final ".", "?" or "!" (Whisper
+  punctuates what it hears as finished) otherwise means it may be done.
 - The language model's own end-of-turn probability: the chance it gives the
   chat template's end-of-user-turn token right after the text. It is near zero
   after an unfinished phrase ("What is the capital of") and high after a
@@ -33,6 +36,11 @@ CONTINUATION_WORDS = (
     "let's whether which"
 )
 
+# Words that open a subordinate clause: a sentence of only that clause wants a main
+# one ("If it rains tomorrow, ..."). Prepositions that may open one ("after",
+# "before") are left out: "After dinner." is a whole answer.
+SUBORDINATORS = "if unless when whenever while because although though since until whereas"
+
 INCOMPLETE_PUNCTUATION = (",", "-", "—", "…", "...", ":", ";")
 COMPLETE_PUNCTUATION = (".", "?", "!")
 
@@ -50,6 +58,7 @@ class TurnConfig:
     eot_complete: float = 0.02  # probability at or above which a punctuated turn is done
     eot_incomplete: float = 0.005  # below it the model is sure the sentence goes on
     continuation_words: str = CONTINUATION_WORDS  # space-separated
+    subordinators: str = SUBORDINATORS  # space-separated; "" turns the clause rule off
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,11 @@ def judge_turn(
     if (
         config.use_text
         and not asks
-        and (last in config.continuation_words.split() or stripped.endswith(INCOMPLETE_PUNCTUATION))
+        and (
+            last in config.continuation_words.split()
+            or stripped.endswith(INCOMPLETE_PUNCTUATION)
+            or _only_a_subordinate_clause(stripped, config.subordinators)
+        )
     ):
         return TurnJudgement(config.incomplete_silence_ms, "incomplete")
     punctuated = stripped.endswith(COMPLETE_PUNCTUATION)
@@ -85,6 +98,17 @@ def judge_turn(
     if not config.use_text and model is not None and model >= config.eot_complete:
         return TurnJudgement(config.complete_silence_ms, "complete")
     return TurnJudgement(base_ms, "unsure")
+
+
+def _only_a_subordinate_clause(text: str, subordinators: str) -> bool:
+    """Whether the last sentence opens with a subordinator and has no second clause
+    (no comma, semicolon or dash), like "If it rains tomorrow." """
+    sentences = [p for p in re.split(r"(?<=[.?!])\s+", text) if p.strip()]
+    last_sentence = sentences[-1] if sentences else ""
+    words = last_sentence.split()
+    if not words or normalize_word(words[0]) not in subordinators.split():
+        return False
+    return not any(mark in last_sentence[:-1] for mark in (",", ";", ":", " -", "—"))
 
 
 def same_turn_text(a: str, b: str) -> bool:
