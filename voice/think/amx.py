@@ -16,6 +16,7 @@ Elsewhere nothing changes (the repacks are a speed-up there). Set
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import runpy
@@ -29,17 +30,23 @@ ENV = "VOICE_LLAMA_EXTRA_BUFFERS"
 
 
 def cpu_has_amx(cpuinfo: str | None = None) -> bool:
-    """Whether the CPU reports AMX (Linux's ``/proc/cpuinfo`` flags)."""
+    """Whether the CPU reports AMX (Linux's ``/proc/cpuinfo`` flags, read once)."""
     if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
-        except OSError:
-            return False
+        return _this_cpu_has_amx()
     for line in cpuinfo.splitlines():
         if line.startswith("flags"):
             flags = line.split(":", 1)[-1].split()
             return "amx_tile" in flags or "amx_int8" in flags
     return False
+
+
+@functools.cache
+def _this_cpu_has_amx() -> bool:
+    """Every LLM context asks; reading /proc/cpuinfo costs about a millisecond."""
+    try:
+        return cpu_has_amx(Path("/proc/cpuinfo").read_text(errors="replace"))
+    except OSError:
+        return False
 
 
 def avoid_amx() -> bool:
