@@ -43,6 +43,7 @@ from voice.conversation.runtime import deliver, run_job
 from voice.conversation.session import PHRASE_GENS, Output, Session
 from voice.conversation.setup import build_session
 from voice.errors import VoiceError
+from voice.serve.contexts import ContextPool
 from voice.think.backend import LlmBackend, make_backend
 
 log = logging.getLogger(__name__)
@@ -137,13 +138,12 @@ class EngineHub:
         self._lock = threading.Lock()
         self._sessions: list[HubSession] = []
         self._closing: list[HubSession] = []
-        self._contexts: list[LlmBackend] = []
-        self._contexts_made = 0  # each holds its KV cache and buffers for good
         self._worked_since_trim = False
         self._own_contexts = engines is not None and settings.llm.backend == "embedded"
-        if self._own_contexts and engines is not None:
-            self._contexts.append(engines.llm)
-            self._contexts_made = 1
+        # The loaded engines' own LLM is the first context; each holds its KV cache.
+        self._contexts: ContextPool[LlmBackend] = ContextPool(
+            self._new_context, max_sessions, engines.llm if self._own_contexts and engines else None
+        )
         self._served = itertools.count(1)
         self._running: HubSession | None = None  # whose job the engine thread runs now
         self._running_job: Job | None = None
@@ -186,7 +186,7 @@ class EngineHub:
         with self._lock:
             return {
                 "sessions": len(self._sessions),
-                "llm_contexts": self._contexts_made,
+                "llm_contexts": self._contexts.made,
                 "max_sessions": self.max_sessions,
                 "jobs_run": int(sum(n for n, _ in self.compute_by_kind.values())),
                 "llm_steps": int(self.compute_by_kind.get("llm_step", [0, 0])[0]),
@@ -205,24 +205,19 @@ class EngineHub:
 
     def preload_contexts(self, count: int) -> None:
         """Create LLM contexts ahead of the first sessions (each takes a fraction of a second)."""
-        if not self._own_contexts:
-            return
-        while len(self._contexts) < count:
-            self._contexts.append(self._new_context())
+        if self._own_contexts:
+            self._contexts.preload(count)
 
     def _new_context(self) -> LlmBackend:
-        self._contexts_made += 1
         return make_backend(lane_configs(self.settings)[0])
 
     def open(self, wake: Callable[[], None]) -> HubSession:
         """A new session, or :class:`ServerFull`. May load an LLM context (blocking)."""
         with self._lock:
             self._check_room()
-            context = self._contexts.pop() if self._own_contexts and self._contexts else None
         if self.engines is None:
             raise TypeError("this hub only schedules sessions built elsewhere: use attach()")
-        if self._own_contexts and context is None:
-            context = self._new_context()
+        context = self._contexts.borrow() if self._own_contexts else None
         engines = (
             self.engines if context is None else dataclasses.replace(self.engines, llm=context)
         )
@@ -234,8 +229,7 @@ class EngineHub:
             return self.attach(HubSession(session, lane, context, wake))
         except ServerFull:
             if context is not None:
-                with self._lock:
-                    self._contexts.append(context)
+                self._contexts.give_back(context)
             raise
 
     def attach(self, hub_session: HubSession) -> HubSession:
@@ -288,8 +282,7 @@ class EngineHub:
                 end = max(hub_session.last_job_end, hub_session.closed_at or 0.0)
                 self.cancel_ms.append((end - (hub_session.closed_at or end)) * 1000.0)
             if hub_session.context is not None:
-                with self._lock:
-                    self._contexts.append(hub_session.context)
+                self._contexts.give_back(hub_session.context)
         self._worked_since_trim = True  # what they used goes back to the system once idle
 
     def _pick(self) -> HubSession | None:
