@@ -158,11 +158,15 @@ def _recognition_under_load(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_mode(
     planned: list[_Planned], settings: Settings, engines: Engines
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Run every script; return all events (tagged) and the cut-in / barge-in counts."""
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run every script; return all events (tagged) and the cut-in / barge-in counts
+    (and which clips were cut in on)."""
     events: list[dict[str, Any]] = []
-    counts = {"user_turns": 0, "cut_ins": 0, "barge_ins": 0, "barge_ins_stopped": 0,
-              "false_barge_in_trials": 0, "false_barge_ins": 0}  # fmt: skip
+    counts: dict[str, Any] = {
+        "user_turns": 0, "cut_ins": 0, f"user_turns_under_{SHORT_TURN_S}s": 0,
+        f"cut_ins_under_{SHORT_TURN_S}s": 0, "barge_ins": 0, "barge_ins_stopped": 0,
+        "false_barge_in_trials": 0, "false_barge_ins": 0, "cut_in_clips": [],
+    }  # fmt: skip
     for plan in planned:
         result = simulate(plan.script, build_session(settings, engines), engines)
         for event in result.events:
@@ -177,8 +181,14 @@ def run_mode(
             begin_ms = turn.start_sample * 1000 / SAMPLE_RATE
             if turn.expect == "turn":
                 counts["user_turns"] += 1
-                end_ms = begin_ms + speech_end_s(turn.audio) * 1000
-                counts["cut_ins"] += any(begin_ms < t < end_ms for t in starts)
+                speech_s = speech_end_s(turn.audio)
+                cut_in = any(begin_ms < t < begin_ms + speech_s * 1000 for t in starts)
+                counts["cut_ins"] += cut_in
+                if cut_in:
+                    counts["cut_in_clips"].append(turn.name)
+                if speech_s <= SHORT_TURN_S:
+                    counts[f"user_turns_under_{SHORT_TURN_S}s"] += 1
+                    counts[f"cut_ins_under_{SHORT_TURN_S}s"] += cut_in
             elif not any(lo <= begin_ms + 100 < hi for lo, hi in live):
                 continue  # the reply was over before the clip began: not a trial
             elif turn.expect == "barge_in":
@@ -239,6 +249,10 @@ def bench_conversation(
             ),
             "speculation_hit_rate": summary["speculation_hit_rate"],
             "cut_in_rate": _rate(counts["cut_ins"], counts["user_turns"]),
+            f"cut_in_rate_under_{SHORT_TURN_S}s": _rate(
+                counts[f"cut_ins_under_{SHORT_TURN_S}s"],
+                counts[f"user_turns_under_{SHORT_TURN_S}s"],
+            ),
             "end_silence_ms": p50_p95(
                 [e["end_silence_ms"] for e in events if e["type"] == "turn_metrics"]
             ),
