@@ -224,3 +224,29 @@ def test_closing_a_session_aborts_the_speech_it_is_rendering() -> None:
         hub.close(speaking)
         run_until(log, 1)
     assert log == ["aborted"]
+
+
+def test_a_session_that_fails_to_open_gives_its_llm_context_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An application hook that raises must not cost the pool a context for good."""
+    import voice.serve.hub as hub_module
+    from voice.conversation.engines import Engines
+
+    monkeypatch.setattr(hub_module, "build_session", lambda settings, engines: FakeSession([]))
+    monkeypatch.setattr(hub_module, "make_lane", lambda engines, timeout: FakeLane("x", []))
+    settings = Settings()
+    settings.llm.backend = "embedded"
+    engines = Engines(asr=None, llm="context-0", tts=None)  # type: ignore[arg-type]
+    failures = [RuntimeError("the application's hook failed")]
+
+    def configure(session: object) -> None:
+        if failures:
+            raise failures.pop()
+
+    hub = EngineHub(settings, engines, max_sessions=1, configure=configure)
+    with pytest.raises(RuntimeError):
+        hub.open(lambda: None)
+    opened = hub.open(lambda: None)
+    assert opened.context == "context-0"
+    assert hub.stats()["llm_contexts"] == 1

@@ -221,14 +221,14 @@ class EngineHub:
         engines = (
             self.engines if context is None else dataclasses.replace(self.engines, llm=context)
         )
-        session = build_session(self.settings, engines)
-        if self.configure is not None:
-            self.configure(session)
         try:
+            session = build_session(self.settings, engines)
+            if self.configure is not None:
+                self.configure(session)  # the application's hook: it may raise too
             lane = make_lane(engines, self.settings.conversation.job_timeout_s)
             return self.attach(HubSession(session, lane, context, wake))
-        except ServerFull:
-            if context is not None:
+        except BaseException:
+            if context is not None:  # lost, the pool would wait for it in vain
                 self._contexts.give_back(context)
             raise
 
