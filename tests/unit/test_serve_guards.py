@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -217,8 +218,6 @@ def test_a_killed_writer_leaves_only_whole_lines(tmp_path: Path) -> None:
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-    import time
-
     time.sleep(0.5)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -255,3 +254,40 @@ def test_freed_memory_goes_back_to_the_system_at_most_every_few_seconds() -> Non
     assert memory.release_freed_memory(now=1000.0 + memory.MIN_INTERVAL_S) is (
         memory._libc is not False
     )
+
+
+def test_a_connection_cancelled_while_its_session_opens_closes_that_session() -> None:
+    """The session opens on a worker thread (it may wait for an LLM context); a server
+    shutting down meanwhile must not leave it holding a place and a context."""
+    import asyncio
+    import threading
+
+    from voice.serve.server import Connection
+
+    class SlowHub:
+        def __init__(self) -> None:
+            self.closed: list[str] = []
+            self.done = threading.Event()
+
+        def open(self, wake: object) -> str:
+            time.sleep(0.2)
+            return "session"
+
+        def close(self, session: str) -> None:
+            self.closed.append(session)
+            self.done.set()
+
+    hub = SlowHub()
+    connection = object.__new__(Connection)
+    connection.hub = hub  # type: ignore[assignment]
+
+    async def cancel_while_opening() -> None:
+        task = asyncio.create_task(connection._open_session())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.4)  # the thread finishes; its session is closed on the loop
+
+    asyncio.run(cancel_while_opening())
+    assert hub.closed == ["session"]

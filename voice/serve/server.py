@@ -174,7 +174,7 @@ class Connection:
         if hello is None:
             return  # gone before the handshake
         try:
-            self.hub_session = self.hub.open(self._wake_threadsafe)
+            self.hub_session = await self._open_session()
         except ServerFull as exc:
             self.metrics.refuse(exc.code)
             await self._close(CLOSE_TRY_AGAIN, "server full", exc.code, str(exc))
@@ -231,6 +231,22 @@ class Connection:
             return
         log.error("sending to a client failed", exc_info=task.exception())
         task.get_loop().create_task(self.ws.close(1011, "internal error"))
+
+    async def _open_session(self) -> HubSession:
+        """Open a session on a worker thread: building one may wait for an LLM context
+        (made, or coming back from a session that just closed), and the event loop
+        carries every other user's audio meanwhile. If this connection's task is
+        cancelled while it opens, the session is closed as soon as it exists."""
+        opening = asyncio.ensure_future(asyncio.to_thread(self.hub.open, self._wake_threadsafe))
+        try:
+            return await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            opening.add_done_callback(self._close_orphan)
+            raise
+
+    def _close_orphan(self, opening: asyncio.Future[HubSession]) -> None:
+        if not opening.cancelled() and opening.exception() is None:
+            self.hub.close(opening.result())
 
     def _wake_threadsafe(self) -> None:
         self.loop.call_soon_threadsafe(self.wake.set)
