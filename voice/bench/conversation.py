@@ -48,6 +48,8 @@ FILLER_AFTER_MS = 700  # the "filler" mode: say "Let me think." if the reply is 
 NOISE_S = 4.0  # noise clips are cut to this length
 TURNS_PER_CONVERSATION = 3
 SHORT_TURN_S = 6  # also reported: turns of at most this much speech (commands, questions)
+SHORT_TURNS = f"user_turns_under_{SHORT_TURN_S}s"
+SHORT_CUT_INS = f"cut_ins_under_{SHORT_TURN_S}s"
 SKIP_AS_TURNS = ("speechcommands_", "ami_", "mix_", "twospk_")
 
 
@@ -163,9 +165,9 @@ def run_mode(
     (and which clips were cut in on)."""
     events: list[dict[str, Any]] = []
     counts: dict[str, Any] = {
-        "user_turns": 0, "cut_ins": 0, f"user_turns_under_{SHORT_TURN_S}s": 0,
-        f"cut_ins_under_{SHORT_TURN_S}s": 0, "barge_ins": 0, "barge_ins_stopped": 0,
-        "false_barge_in_trials": 0, "false_barge_ins": 0, "cut_in_clips": [],
+        "user_turns": 0, "cut_ins": 0, SHORT_TURNS: 0, SHORT_CUT_INS: 0, "barge_ins": 0,
+        "barge_ins_stopped": 0, "false_barge_in_trials": 0, "false_barge_ins": 0,
+        "cut_in_clips": [],
     }  # fmt: skip
     for plan in planned:
         result = simulate(plan.script, build_session(settings, engines), engines)
@@ -187,8 +189,8 @@ def run_mode(
                 if cut_in:
                     counts["cut_in_clips"].append(turn.name)
                 if speech_s <= SHORT_TURN_S:
-                    counts[f"user_turns_under_{SHORT_TURN_S}s"] += 1
-                    counts[f"cut_ins_under_{SHORT_TURN_S}s"] += cut_in
+                    counts[SHORT_TURNS] += 1
+                    counts[SHORT_CUT_INS] += cut_in
             elif not any(lo <= begin_ms + 100 < hi for lo, hi in live):
                 continue  # the reply was over before the clip began: not a trial
             elif turn.expect == "barge_in":
@@ -249,10 +251,7 @@ def bench_conversation(
             ),
             "speculation_hit_rate": summary["speculation_hit_rate"],
             "cut_in_rate": _rate(counts["cut_ins"], counts["user_turns"]),
-            f"cut_in_rate_under_{SHORT_TURN_S}s": _rate(
-                counts[f"cut_ins_under_{SHORT_TURN_S}s"],
-                counts[f"user_turns_under_{SHORT_TURN_S}s"],
-            ),
+            f"cut_in_rate_under_{SHORT_TURN_S}s": _rate(counts[SHORT_CUT_INS], counts[SHORT_TURNS]),
             "end_silence_ms": p50_p95(
                 [e["end_silence_ms"] for e in events if e["type"] == "turn_metrics"]
             ),

@@ -31,6 +31,16 @@ _libc: Any = None
 _last = 0.0
 
 
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (2.33 and later): totals over every malloc arena."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                     "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")
+    ]  # fmt: skip
+
+
 def _load_libc() -> Any:
     """glibc through ctypes, or False elsewhere (where there is no ``malloc_trim``)."""
     global _libc
@@ -40,6 +50,9 @@ def _load_libc() -> Any:
             _libc.malloc_trim  # noqa: B018 (absent outside glibc)
         except (OSError, AttributeError):
             _libc = False
+        else:
+            if hasattr(_libc, "mallinfo2"):  # glibc 2.33 and later
+                _libc.mallinfo2.restype = _MallInfo2
     return _libc
 
 
@@ -56,16 +69,6 @@ def release_freed_memory(now: float | None = None) -> bool:
         return False
     libc.malloc_trim(0)
     return True
-
-
-class _MallInfo2(ctypes.Structure):
-    """glibc's ``struct mallinfo2`` (2.33 and later): totals over every malloc arena."""
-
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                     "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")
-    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -90,9 +93,7 @@ def heap_usage() -> HeapUsage:
     millisecond here), so it is for a metrics scrape, not for every frame."""
     libc = _load_libc()
     in_use = free = None
-    mallinfo2 = getattr(libc, "mallinfo2", None) if libc else None
-    if mallinfo2 is not None:
-        mallinfo2.restype = _MallInfo2
-        info = mallinfo2()
+    if libc and hasattr(libc, "mallinfo2"):
+        info = libc.mallinfo2()
         in_use, free = info.uordblks + info.hblkhd, info.fordblks
     return HeapUsage(in_use, free, sys.getallocatedblocks())
