@@ -233,7 +233,13 @@ def test_a_session_that_fails_to_open_gives_its_llm_context_back(
     import voice.serve.hub as hub_module
     from voice.conversation.engines import Engines
 
-    monkeypatch.setattr(hub_module, "build_session", lambda settings, engines: FakeSession([]))
+    built: list[FakeSession] = []
+
+    def build_session(settings: Settings, engines: Engines) -> FakeSession:
+        built.append(FakeSession([]))
+        return built[-1]
+
+    monkeypatch.setattr(hub_module, "build_session", build_session)
     monkeypatch.setattr(hub_module, "make_lane", lambda engines, timeout: FakeLane("x", []))
     settings = Settings()
     settings.llm.backend = "embedded"
@@ -247,6 +253,8 @@ def test_a_session_that_fails_to_open_gives_its_llm_context_back(
     hub = EngineHub(settings, engines, max_sessions=1, configure=configure)
     with pytest.raises(RuntimeError):
         hub.open(lambda: None)
+    assert built[0].closed  # the half-built session's native parts are freed at once
     opened = hub.open(lambda: None)
     assert opened.context == "context-0"
+    assert not built[1].closed
     assert hub.stats()["llm_contexts"] == 1

@@ -221,6 +221,7 @@ class EngineHub:
         engines = (
             self.engines if context is None else dataclasses.replace(self.engines, llm=context)
         )
+        session = None
         try:
             session = build_session(self.settings, engines)
             if self.configure is not None:
@@ -228,6 +229,8 @@ class EngineHub:
             lane = make_lane(engines, self.settings.conversation.job_timeout_s)
             return self.attach(HubSession(session, lane, context, wake))
         except BaseException:
+            if session is not None:  # its VAD model and buffers are freed now, not at GC
+                session.close()
             if context is not None:  # lost, the pool would wait for it in vain
                 self._contexts.give_back(context)
             raise
