@@ -20,7 +20,7 @@ from voice.conversation.memory import HeapUsage, heap_usage
 from voice.conversation.transcript import TranscriptWriter, read_transcript
 from voice.events import Error, Final, Interrupted, ReplyEnded, ReplyStarted, TurnMetrics
 from voice.serve.access import Access, exposure_warning, is_loopback
-from voice.serve.limits import RateGuard
+from voice.serve.limits import LoopLag, RateGuard
 from voice.serve.metrics import ServerMetrics
 
 
@@ -118,6 +118,62 @@ def test_quiet_time_cannot_be_saved_up_for_a_burst() -> None:
     admitted = sum(guard.admit(0.02, 600.0 + k * 1e-5) for k in range(25000))
     assert 0.02 * admitted <= 1.0 + 0.25 + 0.02  # the burst and the 0.25 s it took
     assert guard.flooding(600.5)
+
+
+def test_a_stall_is_remembered_for_a_while_and_seen_while_it_lasts() -> None:
+    lag = LoopLag(period_s=0.05, memory_s=10.0)
+    for _ in range(20):
+        lag.beat(lag.last_beat + 0.05)
+    start = lag.last_beat
+    assert lag.recent_s(start + 0.01) == 0.0
+    assert lag.recent_s(start + 2.0) == pytest.approx(1.95)  # still stalled, no beat yet
+    lag.beat(start + 2.0)
+    assert lag.recent_s(start + 2.1) == pytest.approx(1.95)
+    for k in range(1, 221):  # the loop runs smoothly for 11 s
+        lag.beat(start + 2.0 + k * 0.05)
+    assert lag.recent_s(lag.last_beat + 0.01) == 0.0  # forgotten
+
+
+def test_audio_that_piled_up_while_the_server_stalled_is_not_too_fast() -> None:
+    """A real event loop blocked for 2 s while a microphone thread goes on sending 20 ms
+    frames: they are read in one clump afterwards. With the loop's stall forgiven the
+    guard admits all of it; a guard that ignores the stall drops a second of speech."""
+    import asyncio
+    import threading
+
+    lag = LoopLag()
+    forgiving, strict = RateGuard(burst_s=1.0), RateGuard(burst_s=1.0)
+    frames = 250  # 5 s
+
+    async def main() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        heartbeat = asyncio.create_task(lag.watch())
+        queue: asyncio.Queue[int] = asyncio.Queue()
+
+        def microphone() -> None:
+            start = time.monotonic()
+            for k in range(frames):
+                time.sleep(max(0.0, start + k * 0.02 - time.monotonic()))
+                loop.call_soon_threadsafe(queue.put_nowait, k)
+
+        def stall() -> None:
+            time.sleep(2.0)  # a slow callback: nobody reads meanwhile
+
+        threading.Thread(target=microphone, daemon=True).start()
+        loop.call_later(1.0, stall)
+        admitted = [0, 0]
+        for _ in range(frames):
+            await queue.get()
+            now = time.monotonic()
+            admitted[0] += forgiving.admit(0.02, now, lag.recent_s(now))
+            admitted[1] += strict.admit(0.02, now)
+        heartbeat.cancel()
+        return admitted[0], admitted[1]
+
+    kept, kept_strictly = asyncio.run(main())
+    assert kept == frames
+    assert kept_strictly < frames - 20  # the contrast: the stall would have cost speech
+    assert not forgiving.flooding(time.monotonic())
 
 
 # -- metrics -------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from voice.errors import VoiceError
 from voice.events import Event
 from voice.serve.access import Access, exposure_warning
 from voice.serve.hub import EngineHub, HubSession, ServerFull
-from voice.serve.limits import Limits, RateGuard
+from voice.serve.limits import Limits, LoopLag, RateGuard
 from voice.serve.metrics import ServerMetrics
 from voice.serve.pacing import Pacer
 from voice.serve.protocol import (
@@ -142,8 +142,10 @@ class Connection:
         config: ServeConfig,
         metrics: ServerMetrics | None = None,
         on_event: Callable[[Event], None] | None = None,
+        loop_lag: LoopLag | None = None,
     ) -> None:
         self.ws = ws
+        self.loop_lag = loop_lag
         self.on_event = on_event
         self.hub = hub
         self.config = config
@@ -316,9 +318,10 @@ class Connection:
     def _admit(self, audio: np.ndarray) -> bool:
         """Audio at most real time (plus a burst); a flood closes the connection."""
         now = time.monotonic()
-        if self.rate_guard.admit(len(audio) / self.rate, now):
+        forgive = self.loop_lag.recent_s(now) if self.loop_lag is not None else 0.0
+        if self.rate_guard.admit(len(audio) / self.rate, now, forgive):
             return True
-        if self.rate_guard.flooding(now):
+        if self.rate_guard.flooding(now, forgive):
             raise ProtocolViolation(
                 f"audio arrived more than {self.config.limits.flood_s:.0f} s ahead of real time.",
                 "Send the microphone's audio as it is captured, 20 ms at a time.",
@@ -452,6 +455,7 @@ async def serve_forever(
     every session's events (on the event loop's thread) as they go to the clients."""
     metrics = metrics or ServerMetrics()
     access = config.access
+    loop_lag = LoopLag()  # audio that piled up while the server stalled is not "too fast"
 
     def process_request(connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
@@ -475,7 +479,7 @@ async def serve_forever(
 
     async def handler(ws: ServerConnection) -> None:
         try:
-            await Connection(ws, hub, config, metrics, on_event).run()
+            await Connection(ws, hub, config, metrics, on_event, loop_lag).run()
         except ConnectionClosed:
             pass
         except Exception:  # one connection's bug must not take the server down
@@ -493,9 +497,13 @@ async def serve_forever(
         compression=None,  # PCM does not compress; deflate would only cost CPU
         ssl=config.ssl_context(),
     ):
+        heartbeat = asyncio.create_task(loop_lag.watch())
         if ready is not None:
             ready.set()
-        await asyncio.Future()  # until cancelled
+        try:
+            await asyncio.Future()  # until cancelled
+        finally:
+            heartbeat.cancel()
 
 
 def _rss_bytes() -> int | None:
