@@ -198,6 +198,7 @@ class EngineHub:
                     kind: {"jobs": int(n), "seconds": round(sec, 2)}
                     for kind, (n, sec) in sorted(self.compute_by_kind.items())
                 },
+                # list() copies atomically; iterating would race the engine thread's appends.
                 "cancel_ms": [round(ms, 1) for ms in list(self.cancel_ms)[-20:]],
                 # The HTTP backend's connection state ("ok", "retrying", "unreachable").
                 "llm_state": str(getattr(getattr(self.engines, "llm", None), "state", "embedded")),
