@@ -51,6 +51,17 @@ def test_pause_holds_the_audio_and_resume_continues_it() -> None:
     assert abs(sent_s(pacer.due(1.10)) - 0.1) < 0.021
 
 
+def test_a_paused_reply_lets_the_sender_sleep() -> None:
+    """While paused nothing is due, so the hint must not be "now" (a busy loop that
+    took the event loop's thread for the whole pause)."""
+    pacer = Pacer(RATE, lead_ms=100)
+    pacer.add(1, seconds(2.0))
+    pacer.due(0.0)
+    assert pacer.next_due_in(0.5) == 0.0  # playing, and behind: send now
+    pacer.pause(1, 0.5)
+    assert pacer.next_due_in(1.5) >= 0.02
+
+
 def test_clear_drops_the_reply_and_the_next_starts_with_a_fresh_lead() -> None:
     pacer = Pacer(RATE, lead_ms=200)
     pacer.add(1, seconds(2.0))

@@ -99,8 +99,10 @@ class Pacer:
         return not self._queue
 
     def next_due_in(self, now_s: float) -> float:
-        """Seconds until ``due`` may have something (a hint for the sender's sleep)."""
-        if not self._queue or self._anchor is None:
+        """Seconds until ``due`` may have something (a hint for the sender's sleep).
+        While the head is paused, nothing is due however far behind the clock is: the
+        sender sleeps until woken (a resume or a clear), not in a busy loop."""
+        if not self._queue or self._anchor is None or self._queue[0].reply_id in self._paused:
             return 0.02
         ahead = self._sent / self.rate - (now_s - self._anchor) - self.lead_s
         return max(0.0, min(0.02, ahead))
