@@ -360,3 +360,11 @@ def test_speech_over_a_reply_from_its_start_is_a_barge_in_candidate() -> None:
     starts, ends = of(result, "reply_start"), of(result, "reply_end")
     for earlier, later in zip(ends, starts[1:], strict=False):
         assert earlier["audio_ms"] <= later["audio_ms"]  # never two replies at once
+
+
+def test_long_sound_without_words_pauses_the_reply_once() -> None:
+    """A television over the reply: it pauses, and once resume_after_ms passes without
+    words the reply goes on and stays on; before, the next frame paused it again."""
+    result, _ = run([at(tone(1.0), 0.5), after(tone(4.0, 0.2), "reply_start", 0.5)])
+    assert len(of(result, "paused")) == 1 and len(of(result, "resumed")) == 1
+    assert not of(result, "interrupted")

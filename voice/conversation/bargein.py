@@ -7,7 +7,8 @@ what it hears and carries out what it answers:
   user hears the assistant stop at once; nothing is lost yet);
 - a run that never becomes speech, once ``blip_resume_ms`` has passed:
   ``"resume"`` (a knock, a click);
-- speech with no words for ``resume_after_ms``: ``"resume"``; words that are
+- speech with no words for ``resume_after_ms``: ``"resume"``, for the rest of
+  that utterance (a television goes on; only words stop it now); words that are
   not a backchannel, from a pass Whisper believes heard speech (no-speech
   probability under ``max_no_speech``): ``"interrupt"`` (whenever they come,
   until the utterance ends); a final without such words: ``"resume"``.
@@ -54,7 +55,10 @@ class BargeIn:
     def on_frame(self, now_ms: float, voiced_run_ms: int, speaking: bool) -> Decision:
         """Every frame while a reply is live."""
         if self.paused_at is None:
-            return "pause" if voiced_run_ms >= self.pause_ms else None
+            # A candidate that is not paused was resumed (no words in time): the same
+            # sound must not pause the reply again on the next frame; words still can.
+            fresh = self.candidate is None
+            return "pause" if fresh and voiced_run_ms >= self.pause_ms else None
         waited = now_ms - self.paused_at
         if self.candidate is None:
             blip_over = voiced_run_ms == 0 and not speaking
