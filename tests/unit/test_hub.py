@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from typing import Any
@@ -258,3 +259,42 @@ def test_a_session_that_fails_to_open_gives_its_llm_context_back(
     assert opened.context == "context-0"
     assert not built[1].closed
     assert hub.stats()["llm_contexts"] == 1
+
+
+def test_opens_that_overlap_beyond_the_maximum_are_refused_without_making_contexts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A crowd reconnecting at once: before, every open passed the check, borrowed (or
+    after a wait made) a context, and was refused only when attaching, so the pool kept
+    a context per refused client for good."""
+    import voice.serve.hub as hub_module
+    from voice.conversation.engines import Engines
+
+    def build_session(settings: Settings, engines: Engines) -> FakeSession:
+        time.sleep(0.2)  # loading Silero, warming the context
+        return FakeSession([])
+
+    monkeypatch.setattr(hub_module, "build_session", build_session)
+    monkeypatch.setattr(hub_module, "make_lane", lambda engines, timeout: FakeLane("x", []))
+    made = itertools.count(1)
+    monkeypatch.setattr(EngineHub, "_new_context", lambda self: f"context-{next(made)}")
+    settings = Settings()
+    settings.llm.backend = "embedded"
+    engines = Engines(asr=None, llm="context-0", tts=None)  # type: ignore[arg-type]
+    hub = EngineHub(settings, engines, max_sessions=2)
+    outcomes: list[str] = []
+
+    def connect() -> None:
+        try:
+            hub.open(lambda: None)
+            outcomes.append("open")
+        except ServerFull:
+            outcomes.append("full")
+
+    threads = [threading.Thread(target=connect) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(outcomes) == ["full"] * 4 + ["open"] * 2
+    assert hub.stats()["llm_contexts"] == 2

@@ -138,6 +138,7 @@ class EngineHub:
         self._lock = threading.Lock()
         self._sessions: list[HubSession] = []
         self._closing: list[HubSession] = []
+        self._opening = 0  # places held by sessions being built (open() on other threads)
         self._worked_since_trim = False
         self._own_contexts = engines is not None and settings.llm.backend == "embedded"
         # The loaded engines' own LLM is the first context; each holds its KV cache.
@@ -213,22 +214,37 @@ class EngineHub:
         return make_backend(lane_configs(self.settings)[0])
 
     def open(self, wake: Callable[[], None]) -> HubSession:
-        """A new session, or :class:`ServerFull`. May load an LLM context (blocking)."""
-        with self._lock:
-            self._check_room()
+        """A new session, or :class:`ServerFull`. May load an LLM context (blocking).
+
+        The place is held from the check on: opens that overlap (a crowd reconnecting at
+        once) are refused at once rather than each borrowing, or making, a context first."""
         if self.engines is None:
             raise TypeError("this hub only schedules sessions built elsewhere: use attach()")
+        with self._lock:
+            self._check_room()
+            self._opening += 1
+        try:
+            hub_session = self._build(self.engines, wake)
+        finally:
+            with self._lock:
+                self._opening -= 1
+        with self._lock:
+            self._sessions.append(hub_session)
+        self._wake.set()
+        return hub_session
+
+    def _build(self, loaded: Engines, wake: Callable[[], None]) -> HubSession:
+        """A session on its own LLM context (given back, with the session closed, if any
+        step fails)."""
         context = self._contexts.borrow() if self._own_contexts else None
-        engines = (
-            self.engines if context is None else dataclasses.replace(self.engines, llm=context)
-        )
+        engines = loaded if context is None else dataclasses.replace(loaded, llm=context)
         session = None
         try:
             session = build_session(self.settings, engines)
             if self.configure is not None:
                 self.configure(session)  # the application's hook: it may raise too
             lane = make_lane(engines, self.settings.conversation.job_timeout_s)
-            return self.attach(HubSession(session, lane, context, wake))
+            return HubSession(session, lane, context, wake)
         except BaseException:
             if session is not None:  # its VAD model and buffers are freed now, not at GC
                 session.close()
@@ -245,7 +261,7 @@ class EngineHub:
         return hub_session
 
     def _check_room(self) -> None:
-        if len(self._sessions) >= self.max_sessions:
+        if len(self._sessions) + self._opening >= self.max_sessions:
             raise ServerFull(
                 f"the server already has its maximum of {self.max_sessions} sessions.",
                 "Try again later, or start the server with a larger --max-sessions.",
