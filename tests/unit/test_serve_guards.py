@@ -120,18 +120,37 @@ def test_quiet_time_cannot_be_saved_up_for_a_burst() -> None:
     assert guard.flooding(600.5)
 
 
-def test_a_stall_is_remembered_for_a_while_and_seen_while_it_lasts() -> None:
-    lag = LoopLag(period_s=0.05, memory_s=10.0)
+def test_a_stall_is_counted_once_between_two_frames_even_before_the_heartbeat() -> None:
+    lag = LoopLag(period_s=0.05)
     for _ in range(20):
         lag.beat(lag.last_beat + 0.05)
     start = lag.last_beat
-    assert lag.recent_s(start + 0.01) == 0.0
-    assert lag.recent_s(start + 2.0) == pytest.approx(1.95)  # still stalled, no beat yet
-    lag.beat(start + 2.0)
-    assert lag.recent_s(start + 2.1) == pytest.approx(1.95)
-    for k in range(1, 221):  # the loop runs smoothly for 11 s
-        lag.beat(start + 2.0 + k * 0.05)
-    assert lag.recent_s(lag.last_beat + 0.01) == 0.0  # forgotten
+    assert lag.stalled_since(start - 0.02, start + 0.04) == 0.0
+    # The loop stood still 2 s; a connection reads its clump before the heartbeat runs.
+    assert lag.stalled_since(start + 0.04, start + 2.0) == pytest.approx(1.95)
+    lag.beat(start + 2.01)  # the heartbeat catches up: no second stall
+    assert lag.stalled_since(start + 2.0, start + 2.05) == 0.0
+
+
+def test_the_stall_credit_is_not_a_burst_allowance_for_later() -> None:
+    """After a stall's clump is in, a client that goes quiet and then dumps audio gets
+    no more than the burst, like any client; nor does one that connects afterwards."""
+    lag = LoopLag(period_s=0.05)
+    guard = RateGuard(burst_s=1.0, loop_lag=lag)
+    t = lag.last_beat
+    for _ in range(50):  # a second of real time, the loop running
+        t += 0.02
+        lag.beat(t)
+        assert guard.admit(0.02, t)
+    t += 3.0  # the loop stalls 3 s; the clump of 3 s follows at once
+    assert all(guard.admit(0.02, t + k * 1e-4) for k in range(150))
+    t += 4.0  # quiet for 4 s (the loop ran), then 5 s at once
+    for k in range(80):
+        lag.beat(t - 4.0 + k * 0.05)
+    admitted = sum(guard.admit(0.02, t + k * 1e-5) for k in range(250))
+    assert 0.02 * admitted <= 1.0 + 0.02
+    newcomer = RateGuard(burst_s=1.0, loop_lag=lag)
+    assert 0.02 * sum(newcomer.admit(0.02, t + k * 1e-5) for k in range(250)) <= 1.0 + 0.02
 
 
 def test_audio_that_piled_up_while_the_server_stalled_is_not_too_fast() -> None:
@@ -142,7 +161,7 @@ def test_audio_that_piled_up_while_the_server_stalled_is_not_too_fast() -> None:
     import threading
 
     lag = LoopLag()
-    forgiving, strict = RateGuard(burst_s=1.0), RateGuard(burst_s=1.0)
+    forgiving, strict = RateGuard(burst_s=1.0, loop_lag=lag), RateGuard(burst_s=1.0)
     frames = 250  # 5 s
 
     async def main() -> tuple[int, int]:
@@ -165,7 +184,7 @@ def test_audio_that_piled_up_while_the_server_stalled_is_not_too_fast() -> None:
         for _ in range(frames):
             await queue.get()
             now = time.monotonic()
-            admitted[0] += forgiving.admit(0.02, now, lag.recent_s(now))
+            admitted[0] += forgiving.admit(0.02, now)
             admitted[1] += strict.admit(0.02, now)
         heartbeat.cancel()
         return admitted[0], admitted[1]

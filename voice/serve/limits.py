@@ -29,12 +29,16 @@ class Limits:
 class RateGuard:
     """A leaky bucket of audio: each second of wall time drains a second of audio, and
     audio is admitted while what is left in the bucket stays within the burst. Time
-    without audio cannot be saved up: the bucket never holds less than nothing, unless
-    the server itself stalled (then as much as it stalled)."""
+    without audio cannot be saved up: the bucket never holds less than nothing, except
+    for time the server itself stalled since this client's last frame (``loop_lag``),
+    credited once: the frames that piled up meanwhile arrive in a clump."""
 
-    def __init__(self, burst_s: float = BURST_S, flood_s: float = FLOOD_S) -> None:
+    def __init__(
+        self, burst_s: float = BURST_S, flood_s: float = FLOOD_S, loop_lag: LoopLag | None = None
+    ) -> None:
         self.burst_s = burst_s
         self.flood_s = flood_s
+        self.loop_lag = loop_lag
         self._last: float | None = None
         self._start = 0.0
         self.ahead_s = 0.0  # admitted audio ahead of real time
@@ -42,20 +46,21 @@ class RateGuard:
         self.offered_s = 0.0
         self.dropped_s = 0.0
 
-    def _drain(self, now: float, forgive_s: float) -> None:
+    def _drain(self, now: float) -> None:
         if self._last is None:
             self._start = self._last = now
-        elapsed, self._last = now - self._last, now
-        # Quiet time is not saved up, except time the server itself was not reading.
-        self.ahead_s = max(-forgive_s, self.ahead_s - elapsed)
-        self.offered_ahead_s = max(-forgive_s, self.offered_ahead_s - elapsed)
+        elapsed = now - self._last
+        stalled = 0.0
+        if self.loop_lag is not None and elapsed > 0:
+            stalled = min(elapsed, self.loop_lag.stalled_since(self._last, now))
+        self._last = now
+        self.ahead_s = _drained(self.ahead_s, elapsed, stalled)
+        self.offered_ahead_s = _drained(self.offered_ahead_s, elapsed, stalled)
 
-    def admit(self, seconds: float, now: float, forgive_s: float = 0.0) -> bool:
+    def admit(self, seconds: float, now: float) -> bool:
         """True if audio of this length, arriving at ``now`` (monotonic s), is within
-        the allowance; the caller drops it otherwise. ``forgive_s``: how long the
-        server itself was lately not reading (:class:`LoopLag`); audio that piled up
-        meanwhile arrives in a clump and is admitted."""
-        self._drain(now, forgive_s)
+        the allowance; the caller drops it otherwise."""
+        self._drain(now)
         self.offered_s += seconds
         self.offered_ahead_s += seconds
         if self.ahead_s + seconds > self.burst_s:
@@ -71,29 +76,33 @@ class RateGuard:
             return 0.0
         return self.offered_s / max(now - self._start, self.burst_s)
 
-    def flooding(self, now: float, forgive_s: float = 0.0) -> bool:
+    def flooding(self, now: float) -> bool:
         """Offered audio this far beyond real time is not jitter: cut the client off."""
-        self._drain(now, forgive_s)
+        self._drain(now)
         return self.offered_ahead_s > self.flood_s
 
 
+def _drained(ahead_s: float, elapsed_s: float, stalled_s: float) -> float:
+    """The bucket after ``elapsed_s``: it may sink below empty only by the server's stall
+    in that time (a credit the piled-up frames use up), and is never raised."""
+    return max(ahead_s - elapsed_s, min(ahead_s, 0.0) - stalled_s)
+
+
 class LoopLag:
-    """How long the event loop has lately been unable to run.
+    """How long the event loop has been unable to run, and when.
 
     While the loop is blocked (a long garbage collection, a slow callback, the machine
     swapping) nobody reads the sockets; a client's real-time frames wait there and are
-    then read in one clump. That clump is the server's doing, not the client's: the
-    rate guard forgives as much audio as the loop was away, so no user loses speech to
-    the server's own stall. A heartbeat task notes each time it runs; a stall is the
-    gap between beats, remembered for a while because the clump may be read after the
-    heartbeat has caught up. Only the stall's length can be saved up, and only then: a
-    client that is quiet on its own still gets no credit for a burst."""
+    then read in one clump. That clump is the server's doing, not the client's, so the
+    rate guard credits each connection with the stalls since its last frame, and no
+    user loses speech to the server's own stall. A heartbeat task notes each time it
+    runs; a stall is a gap between beats. A client that is quiet on its own gets no
+    credit, and a stall is credited only once."""
 
-    def __init__(self, period_s: float = 0.05, memory_s: float = 10.0) -> None:
+    def __init__(self, period_s: float = 0.05) -> None:
         self.period_s = period_s
-        self.memory_s = memory_s
         self.last_beat = time.monotonic()
-        self._stalls: deque[tuple[float, float]] = deque(maxlen=64)  # (when, seconds)
+        self._stalls: deque[tuple[float, float]] = deque(maxlen=64)  # (ended at, seconds)
 
     def beat(self, now: float) -> None:
         """The loop ran at ``now``; a gap since the last beat longer than the period is
@@ -103,12 +112,13 @@ class LoopLag:
             self._stalls.append((now, gap))
         self.last_beat = now
 
-    def recent_s(self, now: float) -> float:
-        """The longest stall in the remembered window, including one still going on
-        (the heartbeat has not run yet while the clump is being read)."""
-        current = now - self.last_beat - self.period_s
-        past = (gap for when, gap in self._stalls if now - when <= self.memory_s)
-        return max(max(past, default=0.0), current if current > self.period_s else 0.0)
+    def stalled_since(self, since: float, now: float) -> float:
+        """Seconds the loop stood still between ``since`` and ``now``. A stall that has
+        just ended is noted here if the heartbeat has not run yet (a connection may read
+        its clump first)."""
+        if now - self.last_beat - self.period_s > self.period_s:
+            self.beat(now)
+        return sum(gap for ended, gap in self._stalls if ended > since)
 
     async def watch(self) -> None:
         """The heartbeat; runs until cancelled."""

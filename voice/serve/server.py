@@ -145,12 +145,11 @@ class Connection:
         loop_lag: LoopLag | None = None,
     ) -> None:
         self.ws = ws
-        self.loop_lag = loop_lag
         self.on_event = on_event
         self.hub = hub
         self.config = config
         self.metrics = metrics or ServerMetrics()
-        self.rate_guard = RateGuard(config.limits.burst_s, config.limits.flood_s)
+        self.rate_guard = RateGuard(config.limits.burst_s, config.limits.flood_s, loop_lag)
         self.transcript: TranscriptWriter | None = None
         self._too_fast_reported = -1.0
         self._byte_order = ByteOrderWatch()
@@ -318,10 +317,9 @@ class Connection:
     def _admit(self, audio: np.ndarray) -> bool:
         """Audio at most real time (plus a burst); a flood closes the connection."""
         now = time.monotonic()
-        forgive = self.loop_lag.recent_s(now) if self.loop_lag is not None else 0.0
-        if self.rate_guard.admit(len(audio) / self.rate, now, forgive):
+        if self.rate_guard.admit(len(audio) / self.rate, now):
             return True
-        if self.rate_guard.flooding(now, forgive):
+        if self.rate_guard.flooding(now):
             raise ProtocolViolation(
                 f"audio arrived more than {self.config.limits.flood_s:.0f} s ahead of real time.",
                 "Send the microphone's audio as it is captured, 20 ms at a time.",
