@@ -9,6 +9,7 @@ per character. Real models on real audio are in tests/component.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -368,3 +369,51 @@ def test_long_sound_without_words_pauses_the_reply_once() -> None:
     result, _ = run([at(tone(1.0), 0.5), after(tone(4.0, 0.2), "reply_start", 0.5)])
     assert len(of(result, "paused")) == 1 and len(of(result, "resumed")) == 1
     assert not of(result, "interrupted")
+
+
+def test_a_reply_that_fails_while_paused_is_let_go_by_the_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The LLM fails while a noise holds the reply paused and everything queued has
+    played: the reply ends, and the output must not keep it paused for good (the
+    server's pacer then mis-timed every later pause)."""
+    import voice.transports.simulate as simulate_module
+    from voice.conversation.actions import Clear, Pause, Resume
+
+    class FailsWhilePaused(FakeLlm):
+        session: Session | None = None
+        failed = False
+
+        def stream(self, messages, cancel=None, max_tokens=None) -> Iterator[str]:  # type: ignore[no-untyped-def]
+            yield "Hello there, my friend. "  # 2.3 s of the fake voice
+            for _ in range(60 if not self.failed else 0):
+                if self.session is not None and self.session._barge.paused:
+                    self.failed = True
+                    raise RuntimeError("the model's server went away")
+                time.sleep(0.05)
+                yield "la "
+
+    actions: list[object] = []
+    carry_out = simulate_module._carry_out
+
+    def spy(outputs, speaker):  # type: ignore[no-untyped-def]
+        actions.extend(o for o in outputs if isinstance(o, Pause | Resume | Clear))
+        return carry_out(outputs, speaker)
+
+    monkeypatch.setattr(simulate_module, "_carry_out", spy)
+    llm = FailsWhilePaused()
+    original_init = Session.__init__
+
+    def remember(self: Session, *args: object, **kwargs: object) -> None:
+        original_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        llm.session = self
+
+    monkeypatch.setattr(Session, "__init__", remember)
+    config = ConversationConfig(apology_text="", speculate=False)
+    result, _ = run(
+        [at(tone(1.0), 0.5), after(tone(0.6, 0.2), "reply_start", 2.5)], llm, config=config
+    )
+    assert of(result, "error") and of(result, "paused")
+    paused = {a.reply_id for a in actions if isinstance(a, Pause)}
+    let_go = {a.reply_id for a in actions if isinstance(a, Resume | Clear)}
+    assert paused and paused <= let_go

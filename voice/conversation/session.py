@@ -504,6 +504,8 @@ class Session:
             self._play(reply, reply.next_seq, self.config.apology_text, apology)
             reply.next_seq += 1
         if self._playback.played >= self._playback.queued:
+            if self._barge.paused:  # a noise holds it: the output must let it go
+                self._emit(Clear(reply.gen_id))
             self._end_reply(interrupted=apology is None)  # nothing (more) to play
 
     def _gen(self, gen_id: int) -> Generation | None:
