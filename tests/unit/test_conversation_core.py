@@ -417,3 +417,14 @@ def test_a_reply_that_fails_while_paused_is_let_go_by_the_output(
     paused = {a.reply_id for a in actions if isinstance(a, Pause)}
     let_go = {a.reply_id for a in actions if isinstance(a, Resume | Clear)}
     assert paused and paused <= let_go
+
+
+def test_the_applications_own_words_are_said_as_given() -> None:
+    """say() is not an LLM's reply: a parenthesis in it is not a stage direction."""
+    llm = FakeLlm()
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    session = Session(listener, History("Be brief.", 2048, 100, llm.count_tokens))
+    text = "Tickets (children free) cost 2 * 5 euros."
+    session.say(text)
+    shown = [o for o in session.take() if getattr(o, "type", "") == "reply_text"]
+    assert [e.text for e in shown] == [text]  # type: ignore[attr-defined]

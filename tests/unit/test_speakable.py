@@ -200,3 +200,28 @@ def test_stage_directions_are_dropped_across_deltas() -> None:
     directions = StageDirections()
     deltas = ["(smil", "ing warmly) Oh", ", *laughs* I am", " **very** glad [sighs]."]
     assert "".join(directions.push(d) for d in deltas) == " Oh,  I am very glad ."
+
+
+@pytest.mark.parametrize(
+    ("deltas", "expected"),
+    [
+        # An unclosed mark is text, given back at the end of the line or the reply.
+        (["Tickets cost 2 * 5 euros (children", " free. The exit is on the left."],
+         "Tickets cost 2 * 5 euros (children free. The exit is on the left."),
+        (["* Apples\n* Pe", "ars\n* Plums"], "* Apples\n* Pears\n* Plums"),
+        (["A 5* hotel."], "A 5* hotel."),
+        (["(this aside goes on and on, far longer than any gesture a model would write"
+          " down) and ends"],
+         "(this aside goes on and on, far longer than any gesture a model would write"
+         " down) and ends"),
+        (["Bring [a", " torch\nand rope]."], "Bring [a torch\nand rope]."),
+        # Short closed ones are still gestures.
+        (["Well *shrugs* fine (smiles)."], "Well  fine ."),
+    ],
+)  # fmt: skip
+def test_what_only_looks_like_a_direction_is_given_back(deltas: list[str], expected: str) -> None:
+    from voice.speak.directions import StageDirections
+
+    directions = StageDirections()
+    text = "".join(directions.push(d) for d in deltas) + directions.flush()
+    assert text == expected

@@ -61,16 +61,24 @@ class Generation:
         """Take a delta from the LLM; returns the part of it that will be spoken."""
         if self.first_token_ms is None:
             self.first_token_ms = now_ms
-        delta = self.directions.push(delta)
+        if not self.said:  # the application's own words are spoken as given
+            delta = self.directions.push(delta)
         if self.text_parts and self.text_parts[-1].endswith(" ") and delta.startswith(" "):
             delta = delta.lstrip(" ")  # "word (smiles) word": one space, not two
         self.text_parts.append(delta)
         self.pending_chunks.extend(c for c in self.chunker.push(delta) if c.strip())
         return delta
 
-    def finish_text(self) -> None:
+    def finish_text(self) -> str:
+        """The text is complete; returns the last of it to show (what the direction
+        filter held back, undecided, until the end)."""
         self.llm_done = True
+        tail = self.directions.flush()
+        if tail:
+            self.text_parts.append(tail)
+            self.pending_chunks.extend(c for c in self.chunker.push(tail) if c.strip())
         self.pending_chunks.extend(c for c in self.chunker.flush() if c.strip())
+        return tail
 
     @property
     def synthesis_done(self) -> bool:

@@ -519,7 +519,9 @@ class Session:
         if gen is None:
             return  # a cancelled generation's last step: dropped
         if delta is None:
-            gen.finish_text()
+            tail = gen.finish_text()
+            if gen is self._reply and tail:
+                self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=tail))
             return
         spoken = gen.add_delta(delta, self.now_ms)
         if gen is self._reply and spoken:
