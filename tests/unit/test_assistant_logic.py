@@ -237,3 +237,27 @@ def test_the_cli_applies_a_persona_to_every_command_that_converses() -> None:
         assert settings.llm.system_prompt.startswith("You are Brom")
         assert settings.conversation.greeting == "Hmph. Looking for steel?"
         assert (settings.tts.speaking_rate, settings.tts.pitch) == (0.85, 0.8)
+
+
+def test_a_callback_that_raises_costs_nothing_but_an_error_event() -> None:
+    """Before, the exception left the dispatch loop: the rest of that batch (the reply's
+    audio, its end) was lost and the reply never ended."""
+    seen: list[Event] = []
+    failures = [RuntimeError("the game's UI is not ready")]
+
+    def flaky(event: Event) -> None:
+        if failures:
+            raise failures.pop()
+
+    with assistant() as bot:
+        bot.on("audio_chunk", flaky)
+        bot.on("*", seen.append)
+        bot.say("Welcome to the museum.")
+        played = run_for(bot, 3.5)
+    kinds = [e.type for e in seen]
+    assert "reply_end" in kinds
+    (error,) = [e for e in seen if e.type == "error"]
+    assert error.code == "callback_failed" and "audio_chunk" in error.message  # type: ignore[attr-defined]
+    (end,) = [e for e in seen if e.type == "reply_end"]
+    assert end.heard_text == "Welcome to the museum." and not end.interrupted  # type: ignore[attr-defined]
+    assert np.count_nonzero(played) == len("Welcome to the museum.") * 1600

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -51,9 +52,11 @@ from voice.conversation.engines import Engines
 from voice.conversation.faults import make_lane
 from voice.conversation.session import BeforeReply, Output, Session
 from voice.conversation.setup import build_session
-from voice.events import Event, ReplyEnded
+from voice.events import Error, Event, ReplyEnded
 from voice.serve.hub import HubSession
 from voice.transports.playback import PlaybackQueue
+
+log = logging.getLogger(__name__)
 
 Float32Array = npt.NDArray[np.float32]
 Callback = Callable[[Event], None]
@@ -337,6 +340,25 @@ class Assistant:
         finally:
             self._streams.remove(entry)
 
+    def _call(self, callback: Callable[[Any], None], event: Event) -> None:
+        """One application callback. If it raises, the rest of the outputs (the reply's
+        audio, its end) still go out: the error is logged and reported to the "error"
+        callbacks, never raised into the audio loop."""
+        try:
+            callback(event)
+        except Exception as exc:
+            log.exception("an application callback for %r raised", event.type)
+            if event.type == "error":
+                return  # an error callback that fails is only logged: no loop
+            report = Error(
+                audio_ms=event.audio_ms,
+                code="callback_failed",
+                message=f"a callback for {event.type!r} raised {exc!r}; the conversation "
+                "went on. Fix the callback (the log has the traceback).",
+            )
+            for handler in self._callbacks.get("error", []) + self._callbacks.get("*", []):
+                self._call(handler, report)
+
     def _dispatch(self, outputs: list[Output]) -> list[Action]:
         actions: list[Action] = []
         for item in outputs:
@@ -344,7 +366,7 @@ class Assistant:
                 actions.append(item)
                 continue
             for callback in self._callbacks.get(item.type, []) + self._callbacks.get("*", []):
-                callback(item)
+                self._call(callback, item)
             for loop, queue in list(self._streams):
                 loop.call_soon_threadsafe(queue.put_nowait, item)
         return actions
