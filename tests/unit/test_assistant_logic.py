@@ -261,3 +261,24 @@ def test_a_callback_that_raises_costs_nothing_but_an_error_event() -> None:
     (end,) = [e for e in seen if e.type == "reply_end"]
     assert end.heard_text == "Welcome to the museum." and not end.interrupted  # type: ignore[attr-defined]
     assert np.count_nonzero(played) == len("Welcome to the museum.") * 1600
+
+
+class SilentOnSymbolsTts(FakeTts):
+    """Like Piper: text with no letters or digits (emoji, a code fence) makes no sound."""
+
+    def synthesize(self, text, cancel=None):  # type: ignore[no-untyped-def]
+        if any(c.isalnum() for c in text):
+            yield from super().synthesize(text, cancel)
+
+
+@pytest.mark.parametrize("text", ["😀👍", "That is all. 😀👍🎉🎉🎉🎉🎉🎉🎉"])
+def test_a_reply_that_makes_no_sound_at_its_end_still_ends(text: str) -> None:
+    seen: list[Event] = []
+    engines = Engines(FakeAsr(), FakeLlm(), SilentOnSymbolsTts())
+    with Assistant(Settings(), engines=engines) as bot:
+        bot.on("*", seen.append)
+        bot.say(text)
+        run_for(bot, 2.5)
+        state = bot.session.state
+    assert [e.type for e in seen].count("reply_end") == 1
+    assert state == "listening"

@@ -350,13 +350,20 @@ class Session:
         if self._playback.first_played_ms is None and samples > 0:
             self._playback.first_played_ms = self.now_ms
             self._emit(PlaybackStarted(audio_ms=self.now_ms, reply_id=reply_id))
+        self._end_reply_if_played()
+        self._update_state()
+
+    def _end_reply_if_played(self) -> None:
+        """The reply is over once all its text is synthesised and all of that played.
+        Checked on each playback report and whenever synthesis finishes: a reply whose
+        last sentences made no sound (an emoji, a code block) gets no more reports."""
         if (
-            self._reply.synthesis_done
+            self._reply is not None
+            and self._reply.synthesis_done
             and not self._barge.paused
             and self._playback.played >= self._playback.queued
         ):
             self._end_reply(interrupted=False)
-        self._update_state()
 
     # -- engine work -----------------------------------------------------------------------
 
@@ -448,9 +455,11 @@ class Session:
                 self._judge(gen)
         elif isinstance(job, LlmStep):
             self._on_delta(job.gen_id, result if isinstance(result, str) else None)
+            self._end_reply_if_played()
         elif isinstance(job, TtsJob):
             audio = np.asarray(result, dtype=np.float32).reshape(-1)
             self._on_audio(job, audio)
+            self._end_reply_if_played()
         self._update_state()
 
     def on_job_failed(self, job: Job, error: BaseException) -> None:
