@@ -49,8 +49,16 @@ class PlaybackProcessor extends AudioWorkletProcessor {
     } else if (msg.type === "resume") {
       this.paused.delete(msg.id);
     } else if (msg.type === "reset") {
+      // A new session numbers its replies from 1 again: nothing of the old ones may
+      // drop, pause or miscount them.
       this.read = this.write;
       this.frac = 0;
+      this.paused.clear();
+      this.cleared.clear();
+      this.played.clear();
+      this.reported.clear();
+      this.started.clear();
+      this.waitingSince = -1;
     }
   }
 
