@@ -2,7 +2,7 @@
 
 import itertools
 
-from voice.listen.agreement import LocalAgreement, tail_after
+from voice.listen.agreement import LocalAgreement, drop_overlap, tail_after
 
 
 def test_commits_what_two_passes_agree_on_but_never_the_last_word() -> None:
@@ -43,3 +43,11 @@ def test_tail_after_a_revised_committed_word() -> None:
 
 def test_tail_after_nothing_committed_is_everything() -> None:
     assert tail_after([], ["a", "b"]) == ["a", "b"]
+
+
+def test_the_words_a_cut_repeats_are_dropped_once() -> None:
+    before = ["he", "paced", "up", "and", "Down,"]
+    assert drop_overlap(before, ["down", "waiting."]) == ["waiting."]
+    assert drop_overlap(before, ["and", "down", "waiting."]) == ["waiting."]
+    assert drop_overlap(before, ["waiting."]) == ["waiting."]
+    assert drop_overlap([], ["a"]) == ["a"]

@@ -111,3 +111,28 @@ def test_a_live_pass_taken_back_is_asked_again_over_the_newer_audio() -> None:
     again = listener.next_request()
     assert again is not None and again.live
     assert again.request_id != first.request_id and again.end_sample > first.end_sample
+
+
+class NumberedWords:
+    """Hears word ``wK`` wherever most of 200 ms block K of the stream is in the audio
+    (the test audio's level encodes K), and never gives segment times, so a monologue
+    is only ever trimmed by force."""
+
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        blocks = np.round((audio[audio > 0.05] - 0.2) / 1e-4).astype(int)
+        ids, counts = np.unique(blocks, return_counts=True)
+        return Transcription(words=[f"w{k}" for k, n in zip(ids, counts, strict=True) if n >= 1600])
+
+
+def test_a_forced_trim_of_a_monologue_does_not_repeat_words() -> None:
+    """35 s without a segment boundary: the buffer is cut by force before it outgrows
+    what Whisper takes. The words already committed must not be heard twice."""
+    blocks = 175
+    spoken = np.concatenate([np.full(3200, 0.2 + k * 1e-4, np.float32) for k in range(blocks)])
+    audio = np.concatenate([silence(0.5), spoken, silence(2.0)])
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    events = list(listen_virtual(listener, NumberedWords(), audio))
+    (final,) = [e for e in events if isinstance(e, Final)]
+    words = final.text.split()
+    assert len(words) == len(set(words))
+    assert len(words) >= blocks - 3  # at most a word or two lost at each forced cut

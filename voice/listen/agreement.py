@@ -31,6 +31,15 @@ def common_prefix_length(a: list[str], b: list[str]) -> int:
     return n
 
 
+def drop_overlap(before: list[str], hypothesis: list[str], longest: int = 3) -> list[str]:
+    """``hypothesis`` without the words it repeats from the end of ``before``: after
+    the audio was cut inside a word, the next pass hears that word again."""
+    for n in range(min(longest, len(before), len(hypothesis)), 0, -1):
+        if [normalize_word(w) for w in before[-n:]] == [normalize_word(w) for w in hypothesis[:n]]:
+            return list(hypothesis[n:])
+    return list(hypothesis)
+
+
 def tail_after(committed: list[str], hypothesis: list[str]) -> list[str]:
     """The words of ``hypothesis`` that come after the ``committed`` words.
 

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from voice.audio.format import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, float_to_pcm16
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
-from voice.listen.agreement import LocalAgreement, normalize_word, tail_after
+from voice.listen.agreement import LocalAgreement, drop_overlap, normalize_word, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
 from voice.listen.vad import FrameClassifier, close_classifier
 from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
@@ -69,6 +69,7 @@ class _Utterance:
     size: int = 0
     agreement: LocalAgreement = field(default_factory=LocalAgreement)
     trimmed_words: int = 0  # committed words whose audio was cut from the buffer
+    cut_in_speech: bool = False  # cut by force, maybe inside a word (not at a segment end)
     last_pass_end: int = -1
     last_speech_end: int = -1
     ended_at: int = -1  # when the endpointer fired, or -1 while speaking
@@ -319,10 +320,14 @@ class Listener:
         self._in_flight = None
 
     def _force_trim(self, utt: _Utterance, samples: int) -> None:
-        """No segment boundary was agreed in time: commit what we have and drop old audio."""
+        """No segment boundary was agreed in time: commit what we have and drop the audio
+        it came from (at least ``samples``). Its words are context from now on; audio of
+        them left in the buffer would be transcribed, and committed, a second time."""
         utt.agreement.force_commit(utt.agreement.tail)
         utt.trimmed_words = len(utt.agreement.committed)
-        utt.trim(samples)
+        heard = utt.last_pass_end - utt.start_sample  # the last pass's words cover this
+        utt.trim(min(utt.size, max(samples, heard)))
+        utt.cut_in_speech = True
 
     def on_result(self, request: TranscribeRequest, result: Transcription) -> list[Event]:
         """A pass finished; stamp what it produced with the current stream position."""
@@ -359,7 +364,11 @@ class Listener:
     ) -> list[str]:
         """The hypothesis after the words already committed from this buffer."""
         del request
-        return tail_after(utt.buffer_words(), result.words)
+        buffered = utt.buffer_words()
+        words = tail_after(buffered, result.words)
+        if utt.cut_in_speech and not buffered:  # the word the cut went through, again
+            words = drop_overlap(utt.agreement.committed, words)
+        return words
 
     def _trim(self, utt: _Utterance, request: TranscribeRequest, segments: list[Segment]) -> None:
         """Cut the buffer after the last whole segment made only of committed words."""
@@ -376,6 +385,7 @@ class Listener:
         if cut_words:
             utt.trimmed_words += cut_words
             utt.trim(int(cut_s * SAMPLE_RATE))
+            utt.cut_in_speech = False  # between two segments: no word was cut
 
     def _final(self, utt: _Utterance, words: list[str], result: Transcription) -> Final:
         utt.finished = True
