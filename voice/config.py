@@ -95,6 +95,13 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
             raise ConfigError(f"config file not found: {path}.") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}.") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config file {path} is not UTF-8 text; save it as UTF-8.") from None
+        except OSError as exc:  # a folder, no permission
+            raise ConfigError(
+                f"cannot read config file {path}: {exc.strerror or exc}.",
+                "Give --config (or $VOICE_CONFIG) the path of a TOML file you can read.",
+            ) from None
         for section, values in data.items():
             if not isinstance(values, dict):
                 raise ConfigError(f"{path}: '{section}' must be a [section] table.")
@@ -105,4 +112,6 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
             key = f"VOICE_{part.name}_{item.name}".upper()
             if key in env:
                 settings.set(part.name, item.name, env[key])
+    settings.vad.validate()  # values that cannot work fail now, not at the first session
+    settings.listen.validate()
     return settings

@@ -41,3 +41,27 @@ def test_bad_settings_are_clear(tmp_path: Path, text: str, message: str) -> None
 def test_missing_config_file() -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_settings("/nonexistent/voice.toml", env={})
+
+
+def test_a_config_that_is_a_folder_or_not_text_is_clear(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_settings(tmp_path, env={})
+    binary = tmp_path / "voice.toml"
+    binary.write_bytes(b"\xff\xfe[asr]\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_settings(binary, env={})
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[listen]\nmax_window_s = 29\n", "listen.max_window_s must be from 1 to under 29"),
+        ("[listen]\npartial_interval_ms = 0\n", "partial_interval_ms must be positive"),
+        ("[vad]\nend_silence_ms = 5\n", "vad.end_silence_ms must be at least"),
+    ],
+)
+def test_values_that_cannot_work_fail_when_loaded(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "voice.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(path, env={})

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio.format import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, float_to_pcm16
+from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.agreement import LocalAgreement, drop_overlap, normalize_word, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
@@ -44,6 +45,18 @@ class ListenConfig:
     final_tail_ms: int = 120  # silence before the final pass; 200 ms: WER 6.84% vs 7.78%, +80 ms
     max_window_s: float = 20.0
     holdback_words: int = 2
+
+    def validate(self) -> None:
+        if not 1.0 <= self.max_window_s < MAX_AUDIO_S:
+            raise ConfigError(
+                f"listen.max_window_s must be from 1 to under {MAX_AUDIO_S:g} s (Whisper "
+                f"takes at most {MAX_AUDIO_S:g} s a pass), not {self.max_window_s:g}."
+            )
+        if self.partial_interval_ms <= 0 or self.final_tail_ms < 0 or self.holdback_words < 0:
+            raise ConfigError(
+                "listen.partial_interval_ms must be positive, and listen.final_tail_ms and "
+                "listen.holdback_words must not be negative."
+            )
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,7 @@ class Listener:
         self.classifier = classifier
         self.endpointer = Endpointer(endpoint)
         self.config = config or ListenConfig()
+        self.config.validate()
         self.sample = 0  # stream position: samples consumed so far
         self._pending = np.zeros(0, dtype=np.float32)
         preroll = self.endpointer.config.preroll_ms + self.endpointer.config.window_ms
