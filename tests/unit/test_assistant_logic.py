@@ -214,6 +214,7 @@ def test_personas_change_prompt_voice_and_manners(tmp_path: Path) -> None:
         ('name = "X"\nspeaking_rate = "fast"\n', "speaking_rate"),
         ("name = ", "not valid TOML"),
         ('name = " "\n', "needs a name"),
+        ('voice = "x"\n', "has no name"),
     ],
 )
 def test_bad_persona_files_say_what_is_wrong(tmp_path: Path, text: str, match: str) -> None:
@@ -223,6 +224,21 @@ def test_bad_persona_files_say_what_is_wrong(tmp_path: Path, text: str, match: s
         load_persona(path)
     with pytest.raises(ConfigError, match="no persona file"):
         load_persona(tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match="cannot read persona file"):
+        load_persona(tmp_path)
+
+
+def test_bad_llm_server_settings_say_what_is_wrong() -> None:
+    from voice.errors import VoiceError
+    from voice.think.backend import LlmConfig
+    from voice.think.http import OpenAiHttpBackend
+
+    for config, match in [
+        (LlmConfig(backend="http", url="http://127.0.0.1:99999/v1"), "no valid port"),
+        (LlmConfig(backend="http", url="http://127.0.0.1:8080/v1", timeout_s=-1), "timeout_s"),
+    ]:
+        with pytest.raises(VoiceError, match=match):
+            OpenAiHttpBackend(config)
 
 
 def test_the_cli_applies_a_persona_to_every_command_that_converses() -> None:

@@ -115,6 +115,15 @@ def load_persona(path: str | Path) -> Persona:
         ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"persona file {source} is not valid TOML: {exc}.") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"persona file {source} is not UTF-8 text; save it as UTF-8.") from exc
+    except OSError as exc:  # a folder, no permission
+        raise ConfigError(
+            f"cannot read persona file {source}: {exc.strerror or exc}.",
+            "Give the path of a persona TOML file (see examples/personas/).",
+        ) from exc
+    if "name" not in data:
+        raise ConfigError(f"persona file {source} has no name.", 'Add name = "..." to it.')
     known = {f.name for f in fields(Persona)}
     unknown = sorted(set(data) - known)
     if unknown:

@@ -37,9 +37,23 @@ class OpenAiHttpBackend:
                 "(Ollama).",
                 code="config",
             )
+        try:
+            port = parts.port
+        except ValueError:  # "http://host:99999/v1", "http://host:abc/v1"
+            raise VoiceError(
+                f"llm.url {config.url!r} has no valid port (1-65535).",
+                "Use e.g. http://127.0.0.1:8080/v1 (llama.cpp server).",
+                code="config",
+            ) from None
+        if not config.timeout_s > 0:
+            raise VoiceError(
+                f"llm.timeout_s must be more than 0 s, not {config.timeout_s}.",
+                "It bounds each request to the LLM server; the default is 30.",
+                code="config",
+            )
         self._https = parts.scheme == "https"
         self._host = parts.hostname
-        self._port = parts.port or (443 if self._https else 80)
+        self._port = port or (443 if self._https else 80)
         self._path = parts.path.rstrip("/") + "/chat/completions"
         # "ok" once the server accepts a request; "retrying" between attempts;
         # "unreachable" after the last failed attempt, or a stream cut mid-reply
