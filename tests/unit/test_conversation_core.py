@@ -428,3 +428,17 @@ def test_the_applications_own_words_are_said_as_given() -> None:
     session.say(text)
     shown = [o for o in session.take() if getattr(o, "type", "") == "reply_text"]
     assert [e.text for e in shown] == [text]  # type: ignore[attr-defined]
+
+
+def test_a_lone_surrogate_in_typed_text_becomes_a_replacement_character() -> None:
+    """JSON "\\ud83d" (a text box cut inside an emoji) decodes to a lone surrogate, which
+    every engine's UTF-8 encoding would raise on."""
+    llm = FakeLlm()
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    session = Session(listener, History("Be brief.", 2048, 100, llm.count_tokens))
+    session.submit_text("Hello \ud83d")
+    session.say("Hi \ud83d")
+    texts = [getattr(o, "text", "") for o in session.take()]
+    assert "Hello \ufffd" in texts and "Hi \ufffd" in texts
+    for text in texts:
+        text.encode("utf-8")

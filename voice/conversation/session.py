@@ -30,6 +30,7 @@ Turn-taking, in brief:
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,6 +137,16 @@ class EchoCanceller(Protocol):
 
 
 BeforeReply = Callable[[str], str | None]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, always a lone half of a pair
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid Unicode: a lone surrogate (a JavaScript text box cut inside an
+    emoji, then sent as JSON "\\ud83d") would make every engine's UTF-8 encoding raise;
+    it becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 class Session:
@@ -269,7 +280,7 @@ class Session:
         self.stop_reply()
         gen = self._start_own_reply()
         gen.said = True
-        gen.add_delta(text, self.now_ms)
+        gen.add_delta(valid_text(text), self.now_ms)
         gen.finish_text()
         self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=gen.text))
         self._update_state()
@@ -319,6 +330,7 @@ class Session:
     def submit_text(self, text: str) -> None:
         """A typed user turn (a text box, a game's chat): answered like a spoken one,
         from now. It interrupts a reply in progress."""
+        text = valid_text(text)
         if not text.strip():
             return
         uid, self._next_typed = self._next_typed, self._next_typed - 1
