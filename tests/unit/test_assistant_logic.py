@@ -298,3 +298,15 @@ def test_a_reply_that_makes_no_sound_at_its_end_still_ends(text: str) -> None:
         state = bot.session.state
     assert [e.type for e in seen].count("reply_end") == 1
     assert state == "listening"
+
+
+def test_a_stereo_or_integer_microphone_block_is_a_clear_error() -> None:
+    from voice.errors import AudioFormatError
+
+    with assistant() as bot:
+        with pytest.raises(AudioFormatError, match="mono"):
+            bot.process(np.zeros((320, 2), np.float32))
+        with pytest.raises(AudioFormatError, match="int16"):
+            bot.process(np.zeros(320, np.int16))
+        assert len(bot.process(np.zeros((320, 1), np.float32))) == 320  # one channel is fine
+        assert len(bot.process(BLOCK)) == 320  # and the session goes on

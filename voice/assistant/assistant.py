@@ -52,6 +52,7 @@ from voice.conversation.engines import Engines
 from voice.conversation.faults import make_lane
 from voice.conversation.session import BeforeReply, Output, Session
 from voice.conversation.setup import build_session
+from voice.errors import AudioFormatError
 from voice.events import Error, Event, ReplyEnded
 from voice.serve.hub import HubSession
 from voice.transports.playback import PlaybackQueue
@@ -60,6 +61,25 @@ log = logging.getLogger(__name__)
 
 Float32Array = npt.NDArray[np.float32]
 Callback = Callable[[Event], None]
+
+
+def mono_float(block: Any) -> Float32Array:
+    """A microphone block as the session takes it, or a clear error: a stereo block
+    flattened would be read as twice the samples (and the output would not fit the
+    host's buffer), and int16 samples would be read as floats of up to 32767."""
+    array = np.asarray(block)
+    if array.ndim > 1 and max(array.shape) != array.size:
+        raise AudioFormatError(
+            f"the microphone block has shape {array.shape}; the assistant takes mono audio.",
+            "Downmix first, e.g. block.mean(axis=1) for (frames, channels).",
+        )
+    if array.dtype.kind in "iu":
+        raise AudioFormatError(
+            f"the microphone block is {array.dtype}; the assistant takes float samples in "
+            "[-1, 1] at 16 kHz.",
+            "Convert it, e.g. block.astype(np.float32) / 32768 for int16.",
+        )
+    return np.asarray(array, dtype=np.float32).reshape(-1)
 
 
 class Assistant:
@@ -136,7 +156,7 @@ class Assistant:
         card): the microphone's samples in, 16 kHz mono float of any length; the same
         number of samples out, to play now. Reply audio, pauses, resumes and barge-in
         clears are all handled here."""
-        mic = np.asarray(mic, dtype=np.float32).reshape(-1)
+        mic = mono_float(mic)
         out, moved = self._speaker.take(len(mic))
         played = {reply_id: self._speaker.played[reply_id] for reply_id in moved}
         for action in self.feed(mic, reference=out, played=played):
@@ -153,6 +173,7 @@ class Assistant:
         played meanwhile, for echo cancellation), the total samples played so far per
         reply id; returns the output actions to carry out (``Play``, ``Pause``,
         ``Resume``, ``Clear``, see :mod:`voice.conversation.actions`)."""
+        mic = mono_float(mic)
         with self.lock:
             self.session.feed(mic, reference)
             for reply_id, samples in (played or {}).items():
