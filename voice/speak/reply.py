@@ -146,6 +146,7 @@ def speak_reply(
                 index += 1
         except BaseException as exc:
             errors.append(exc)
+            cancel.set()  # nobody will hear the rest: the LLM stops too
         finally:
             first_audio_out.set()
             out.put(_END)

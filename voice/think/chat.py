@@ -46,13 +46,17 @@ def run_chat(
         print("assistant> ", end="", file=out, flush=True)
         done: ReplyDone | None = None
         chunking = settings.tts.first_chunk_max_chars
-        for item in speak_reply(llm, tts, messages, first_chunk_max_chars=chunking):
-            if isinstance(item, TextDelta):
-                print(item.text, end="", file=out, flush=True)
-            elif isinstance(item, SpokenAudio):
-                audio.append(item.audio)
-            elif isinstance(item, ReplyDone):
-                done = item
+        try:
+            for item in speak_reply(llm, tts, messages, first_chunk_max_chars=chunking):
+                if isinstance(item, TextDelta):
+                    print(item.text, end="", file=out, flush=True)
+                elif isinstance(item, SpokenAudio):
+                    audio.append(item.audio)
+                elif isinstance(item, ReplyDone):
+                    done = item
+        except VoiceError as exc:  # the LLM server went away, a voice failed: this turn only
+            print(f"\nvoice: {exc}\n  (this line was not answered; type it again)", file=out)
+            continue
         assert done is not None
         history.add_turn(text, done.text)
         path = out_dir / f"turn_{turn:03d}.wav"
