@@ -310,3 +310,33 @@ def test_a_stereo_or_integer_microphone_block_is_a_clear_error() -> None:
             bot.process(np.zeros(320, np.int16))
         assert len(bot.process(np.zeros((320, 1), np.float32))) == 320  # one channel is fine
         assert len(bot.process(BLOCK)) == 320  # and the session goes on
+
+
+def test_loading_a_model_does_not_stall_other_assistants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A game creating an NPC with a new voice: while its models load, every other
+    NPC's audio callback must go on (it asks the pool's scheduler on every block)."""
+    import threading
+
+    import voice.assistant.pool as pool_module
+    from voice.assistant.pool import ModelPool
+
+    loading = threading.Event()
+
+    def slow_load(settings: Settings) -> FakeAsr:
+        loading.set()
+        time.sleep(1.5)
+        return FakeAsr()
+
+    monkeypatch.setattr(pool_module, "build_engine", slow_load)
+    monkeypatch.setattr(pool_module, "PiperTts", lambda config: FakeTts())
+    monkeypatch.setattr(pool_module, "make_backend", lambda config: FakeLlm())
+    pool = ModelPool()
+    with Assistant(Settings(), pool=pool, engines=Engines(FakeAsr(), FakeLlm(), FakeTts())) as bot:
+        loader = threading.Thread(target=pool.engines_for, args=(Settings(),))
+        loader.start()
+        assert loading.wait(5)
+        started = time.perf_counter()
+        bot.process(BLOCK)
+        waited = time.perf_counter() - started
+        loader.join()
+    assert waited < 0.75  # not held until the 1.5 s load is over

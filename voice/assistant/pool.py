@@ -29,7 +29,10 @@ from voice.think.backend import make_backend
 
 class ModelPool:
     def __init__(self, max_assistants: int = 16) -> None:
-        self._lock = threading.Lock()
+        # Loading a model takes seconds; the scheduler is asked on every audio block.
+        # Two locks, so that a new NPC's voice loading never stalls another's audio.
+        self._lock = threading.Lock()  # the loaded models
+        self._scheduler_lock = threading.Lock()
         self._asr: dict[str, Recognizer] = {}
         self._tts: dict[str, tuple[Synthesizer, dict[str, object]]] = {}
         self.max_assistants = max_assistants
@@ -38,7 +41,7 @@ class ModelPool:
     @property
     def scheduler(self) -> EngineHub:
         """The engine thread shared by this pool's assistants (started on first use)."""
-        with self._lock:
+        with self._scheduler_lock:
             if self._scheduler is None:
                 self._scheduler = EngineHub(Settings(), None, self.max_assistants).start()
             return self._scheduler
@@ -66,11 +69,14 @@ class ModelPool:
 
 
 _default: ModelPool | None = None
+_default_lock = threading.Lock()
 
 
 def default_pool() -> ModelPool:
-    """The process-wide pool that assistants use unless given another."""
+    """The process-wide pool that assistants use unless given another (one, even when
+    two threads start their first assistants at once)."""
     global _default
-    if _default is None:
-        _default = ModelPool()
-    return _default
+    with _default_lock:
+        if _default is None:
+            _default = ModelPool()
+        return _default
