@@ -21,6 +21,7 @@ const ui = {
 // Everything the page knows; rendered in animation frames. Exposed for tests and curious people.
 const S = {
   running: false,
+  starting: false, // start() is waiting (the permission prompt, the worklets)
   ready: false,
   ws: null,
   ctx: null,
@@ -42,6 +43,7 @@ const S = {
   stops: 0,
   retry: 0,
   talking: false, // push-to-talk button held (the first press turns push-to-talk on)
+  pushToTalk: false, // the button was used: every new session listens only while held
   dirty: true,
 };
 window.voiceState = S;
@@ -62,6 +64,20 @@ function wsUrl() {
 // -- start and stop -------------------------------------------------------------------
 
 async function start() {
+  // A second press while the first start waits (the permission prompt, loading the
+  // worklets) would open a second microphone, audio graph and session.
+  if (S.starting || S.running) return;
+  S.starting = true;
+  ui.toggle.disabled = true;
+  try {
+    await startAudio();
+  } finally {
+    S.starting = false;
+    ui.toggle.disabled = false;
+  }
+}
+
+async function startAudio() {
   if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
     setNotice("This page needs microphone access, which browsers allow only on https:// or http://localhost.");
     return;
@@ -84,8 +100,15 @@ async function start() {
     return;
   }
   const ctx = new AudioContext({ latencyHint: "interactive" });
-  await ctx.audioWorklet.addModule("capture-worklet.js");
-  await ctx.audioWorklet.addModule("playback-worklet.js");
+  try {
+    await ctx.audioWorklet.addModule("capture-worklet.js");
+    await ctx.audioWorklet.addModule("playback-worklet.js");
+  } catch (err) {
+    stream.getTracks().forEach((t) => t.stop()); // the microphone is not left on
+    ctx.close();
+    setNotice(`The page's audio code could not load (${err && err.message}). Reload the page and press Start again.`);
+    return;
+  }
   const capture = new AudioWorkletNode(ctx, "capture", {
     numberOfOutputs: 1,
     processorOptions: { targetRate: RATE, frameMs: FRAME_MS },
@@ -152,6 +175,7 @@ function onMessage(msg) {
       S.micT0 = null;
       S.framesSent = 0;
       S.playback.port.postMessage({ type: "reset" });
+      if (S.pushToTalk) S.ws.send(JSON.stringify({ type: "talk", down: S.talking }));
       setNotice("");
       break;
     case "state":
@@ -301,6 +325,7 @@ ui.toggle.addEventListener("click", () => (S.running ? stop() : start()));
 function talk(down) {
   if (S.talking === down) return;
   S.talking = down;
+  S.pushToTalk = true; // kept across reconnects: a new session is told on "ready"
   S.dirty = true;
   if (S.ws && S.ready) S.ws.send(JSON.stringify({ type: "talk", down }));
 }

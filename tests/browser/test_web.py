@@ -42,8 +42,9 @@ def mic_file(
     return path
 
 
-async def open_page(pw: Any, mic: Path | None, url: str) -> tuple[Any, Any]:
-    """A phone-sized page that pressed Start; without ``mic`` the microphone is denied."""
+async def open_page(pw: Any, mic: Path | None, url: str, press: bool = True) -> tuple[Any, Any]:
+    """A phone-sized page that pressed Start (unless not ``press``); without ``mic`` the
+    microphone is denied."""
     args = [
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -61,7 +62,8 @@ async def open_page(pw: Any, mic: Path | None, url: str) -> tuple[Any, Any]:
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     await page.goto(url)
-    await page.click("#toggle")
+    if press:
+        await page.click("#toggle")
     page.errors = errors
     return browser, page
 
@@ -214,6 +216,37 @@ def test_a_denied_microphone_says_what_to_do(
     text, can_retry = run(main())
     assert "denied" in text and "Start again" in text
     assert can_retry
+
+
+def test_pressing_start_twice_opens_one_session(
+    voice_server: VoiceServer, playwright_ready: None, tmp_path: Path
+) -> None:
+    """A second press while the first start waits (permission, worklets) used to open a
+    second microphone, audio graph and session, both streaming into one socket."""
+    import json
+
+    from playwright.async_api import async_playwright
+
+    mic = mic_file(tmp_path, "quiet", [], tail_s=30.0)
+
+    def sessions() -> int:
+        return int(json.loads(voice_server.get("/healthz")[1])["sessions"])
+
+    async def main() -> list[int]:
+        async with async_playwright() as pw:
+            browser, page = await open_page(pw, mic, voice_server.url, press=False)
+            await page.evaluate(
+                "() => { const b = document.getElementById('toggle'); b.click(); b.click(); }"
+            )
+            await wait_until(page, lambda s: s["ready"] and s["frames"] > 25, 30, "streaming")
+            counts = []
+            for _ in range(10):  # a second session would open within this
+                counts.append(sessions())
+                await asyncio.sleep(0.2)
+            await browser.close()
+            return counts
+
+    assert set(run(main())) == {1}
 
 
 def test_the_page_reconnects_when_the_server_comes_back(
