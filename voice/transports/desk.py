@@ -32,6 +32,7 @@ from voice.transports.playback import PlaybackQueue
 Float32Array = npt.NDArray[np.float32]
 BLOCK_MS = 20
 NO_INPUT_S = 3.0  # no microphone block this long while streaming: the device is gone
+MAX_REFERENCE_LAG = SAMPLE_RATE // 4  # played audio buffered beyond this is clock drift
 
 
 class DeviceError(VoiceError):
@@ -155,6 +156,7 @@ class DeskAudio:
         self.out_rate = int(info_out["default_samplerate"])
         self.speaker = Speaker(self.out_rate)
         self._mic: queue.SimpleQueue[Float32Array] = queue.SimpleQueue()
+        self._last_output = time.monotonic()  # the output callback runs even in silence
         self.problems: list[str] = []  # xruns and the like, reported by the callbacks
         try:
             self._in = self.sd.InputStream(
@@ -177,6 +179,7 @@ class DeskAudio:
         self._mic.put(np.array(indata[:, 0], dtype=np.float32))
 
     def _on_output(self, outdata: Any, frames: int, when: Any, status: Any) -> None:
+        self._last_output = time.monotonic()
         if status:
             self.problems.append(str(status))
         block = np.zeros(frames, dtype=np.float32)
@@ -186,6 +189,7 @@ class DeskAudio:
     def __enter__(self) -> DeskAudio:
         self._out.start()
         self._in.start()
+        self._last_output = time.monotonic()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -201,7 +205,7 @@ class DeskAudio:
         mic_rs = Resampler(self.in_rate, SAMPLE_RATE)
         ref_rs = Resampler(self.out_rate, SAMPLE_RATE)
         mic_buf = np.zeros(0, dtype=np.float32)
-        ref_buf = np.zeros(0, dtype=np.float32)
+        reference = PlayedReference()
         last = time.monotonic()
         while running():
             try:
@@ -215,16 +219,43 @@ class DeskAudio:
                     ) from None
                 continue
             last = time.monotonic()
+            if last - self._last_output > NO_INPUT_S or not self._out.active:
+                # Replies would queue for a speaker that no longer plays: each would stay
+                # "speaking" for good, and history would record nothing as heard.
+                raise DeviceError(
+                    "the speaker stopped playing audio (unplugged?).",
+                    "Reconnect it and run `voice listen` again; `voice devices` lists "
+                    "what is there.",
+                )
             mic_buf = np.concatenate([mic_buf, mic_rs.process(block)])
             while not self.speaker.reference.empty():
-                ref_buf = np.concatenate([ref_buf, ref_rs.process(self.speaker.reference.get())])
+                reference.add(ref_rs.process(self.speaker.reference.get()))
             while len(mic_buf) >= FRAME_SAMPLES:
                 frame, mic_buf = mic_buf[:FRAME_SAMPLES], mic_buf[FRAME_SAMPLES:]
-                ref = ref_buf[:FRAME_SAMPLES]
-                ref_buf = ref_buf[FRAME_SAMPLES:]
-                if len(ref) < FRAME_SAMPLES:
-                    ref = np.concatenate([ref, np.zeros(FRAME_SAMPLES - len(ref), np.float32)])
-                yield frame, ref
+                yield frame, reference.take(FRAME_SAMPLES)
+
+
+class PlayedReference:
+    """What the speaker played (16 kHz), handed out a frame per microphone frame as the
+    echo canceller's reference. Two devices run on two clocks, so the played signal
+    drifts against the mic's: beyond ``MAX_REFERENCE_LAG`` only the newest is kept (the
+    reference stays near the echo), and a shortfall is silence."""
+
+    def __init__(self) -> None:
+        self._buffer = np.zeros(0, dtype=np.float32)
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def add(self, played: Float32Array) -> None:
+        self._buffer = np.concatenate([self._buffer, played])[-MAX_REFERENCE_LAG:]
+
+    def take(self, n: int) -> Float32Array:
+        out, self._buffer = self._buffer[:n], self._buffer[n:]
+        if len(out) < n:
+            out = np.concatenate([out, np.zeros(n - len(out), np.float32)])
+        return out
 
 
 @dataclass
