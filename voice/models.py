@@ -69,9 +69,9 @@ def _cached_or_hub_whisper(size: str) -> str:
     try:
         return str(download_model(size, local_files_only=True))
     except Exception:  # not cached: try the hub unless the user said offline
-        if os.environ.get("HF_HUB_OFFLINE") == "1":
+        if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
             raise ModelNotFoundError(
-                f"faster-whisper {size} is not cached and HF_HUB_OFFLINE=1.",
+                f"faster-whisper {size} is not cached and HF_HUB_OFFLINE is set.",
                 "Download it once while online, or use asr.model = 'default'.",
             ) from None
     try:

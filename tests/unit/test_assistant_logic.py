@@ -340,3 +340,16 @@ def test_loading_a_model_does_not_stall_other_assistants(monkeypatch: pytest.Mon
         waited = time.perf_counter() - started
         loader.join()
     assert waited < 0.75  # not held until the 1.5 s load is over
+
+
+def test_one_assistant_too_many_says_how_to_allow_more() -> None:
+    from voice.assistant.pool import ModelPool
+    from voice.serve.hub import ServerFull
+
+    pool = ModelPool(max_assistants=1)
+
+    def make() -> Assistant:
+        return Assistant(Settings(), pool=pool, engines=Engines(FakeAsr(), FakeLlm(), FakeTts()))
+
+    with make(), pytest.raises(ServerFull, match="max_assistants"):
+        make().start()

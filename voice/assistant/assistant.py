@@ -54,7 +54,7 @@ from voice.conversation.session import BeforeReply, Output, Session
 from voice.conversation.setup import build_session
 from voice.errors import AudioFormatError
 from voice.events import Error, Event, ReplyEnded
-from voice.serve.hub import HubSession
+from voice.serve.hub import HubSession, ServerFull
 from voice.transports.playback import PlaybackQueue
 
 log = logging.getLogger(__name__)
@@ -90,9 +90,9 @@ class Assistant:
         pool: ModelPool | None = None,
         engines: Engines | None = None,
     ) -> None:
-        """``settings``: defaults, then ``voice.toml``/``$VOICE_CONFIG`` and ``VOICE_*``
-        if not given. ``persona``: a :class:`Persona` or the path of its TOML file.
-        ``pool``: where models are shared (the process-wide pool by default);
+        """``settings``: defaults, then the TOML file in ``$VOICE_CONFIG`` and the
+        ``VOICE_*`` variables, if not given. ``persona``: a :class:`Persona` or the
+        path of its TOML file. ``pool``: where models are shared (the process-wide pool by default);
         ``engines``: engines of one's own instead (tests, custom backends)."""
         if isinstance(persona, str | Path):
             persona = load_persona(persona)
@@ -122,7 +122,15 @@ class Assistant:
                 lane = make_lane(self.engines, self.settings.conversation.job_timeout_s)
                 self._hub_session = HubSession(self.session, lane, None, lambda: None)
                 self.lock = self._hub_session.lock
-            self.pool.scheduler.attach(self._hub_session)
+            try:
+                self.pool.scheduler.attach(self._hub_session)
+            except ServerFull:
+                raise ServerFull(
+                    f"this model pool already runs its maximum of "
+                    f"{self.pool.max_assistants} assistants.",
+                    "Close one first, or give them a ModelPool(max_assistants=...) of "
+                    "their own size.",
+                ) from None
         self._starts += 1
         return self
 
