@@ -253,9 +253,13 @@ class ServerProcess:
         return dict(json.loads(body))
 
     def wait_idle(self, timeout_s: float = 10.0) -> None:
-        """Until every earlier connection's session is closed."""
+        """Until every earlier connection's session is closed (and none is still being
+        opened for a client that already left: it holds a place until it is)."""
         deadline = time.monotonic() + timeout_s
-        while self.health()["sessions"] and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            health = self.health()
+            if not health["sessions"] and not health.get("sessions_opening"):
+                return
             time.sleep(0.05)
 
     def cpu_s(self) -> float:

@@ -187,6 +187,7 @@ class EngineHub:
         with self._lock:
             return {
                 "sessions": len(self._sessions),
+                "sessions_opening": self._opening,
                 "llm_contexts": self._contexts.made,
                 "max_sessions": self.max_sessions,
                 "jobs_run": int(sum(n for n, _ in self.compute_by_kind.values())),
@@ -225,10 +226,12 @@ class EngineHub:
             self._opening += 1
         try:
             hub_session = self._build(self.engines, wake)
-        finally:
+        except BaseException:
             with self._lock:
                 self._opening -= 1
-        with self._lock:
+            raise
+        with self._lock:  # one step: the place is never counted twice, nor free
+            self._opening -= 1
             self._sessions.append(hub_session)
         self._wake.set()
         return hub_session
