@@ -70,16 +70,40 @@ def loud_frames(audio: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
     return np.nonzero(rms > 0.1 * rms.max())[0]
 
 
+AUDIBLE_BELOW_PEAK_DB = 30.0  # weak final consonants sit 20-30 dB under the vowels
+AUDIBLE_OVER_FLOOR_DB = 6.0  # and speech stands out of the recording's own noise
+LOUD_BELOW_PEAK_DB = 20.0  # loud_frames: a tenth of the peak's RMS
+
+
+def audible_frames(audio: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
+    """Indices of the 20 ms frames that carry speech: within 30 dB of the loudest frame
+    and 6 dB over the noise floor (the quietest tenth of frames). Where speech begins
+    and ends for the benchmarks' ground truth; a tenth of the peak (-20 dB) missed
+    final consonants (by 40 ms at the median of the corpus, 140 ms at p90)."""
+    frames = len(audio) // FRAME_SAMPLES
+    if frames == 0:
+        return np.zeros(0, dtype=np.intp)
+    rms = np.sqrt(np.mean(audio[: frames * FRAME_SAMPLES].reshape(frames, -1) ** 2, axis=1))
+    db = 20 * np.log10(np.maximum(rms, 1e-9))
+    floor = float(np.percentile(db, 10))
+    peak = float(db.max())
+    # The floor guard never makes it stricter than a tenth of the peak (a clip that is
+    # nearly all speech has its quietest tenth in the speech).
+    over_floor = min(floor + AUDIBLE_OVER_FLOOR_DB, peak - LOUD_BELOW_PEAK_DB)
+    threshold = max(peak - AUDIBLE_BELOW_PEAK_DB, over_floor)
+    return np.nonzero(db > threshold)[0]
+
+
 def speech_start_s(audio: npt.NDArray[np.float32]) -> float:
-    """Where the clip's speech really starts: its first loud frame."""
-    loud = loud_frames(audio)
-    return float(loud[0] * FRAME_SAMPLES / SAMPLE_RATE) if len(loud) else 0.0
+    """Where the clip's speech really starts: its first audible frame."""
+    audible = audible_frames(audio)
+    return float(audible[0] * FRAME_SAMPLES / SAMPLE_RATE) if len(audible) else 0.0
 
 
 def speech_end_s(audio: npt.NDArray[np.float32]) -> float:
-    """Where the clip's speech really ends: the end of its last loud frame."""
-    loud = loud_frames(audio)
-    return float((loud[-1] + 1) * FRAME_SAMPLES / SAMPLE_RATE) if len(loud) else 0.0
+    """Where the clip's speech really ends: the end of its last audible frame."""
+    audible = audible_frames(audio)
+    return float((audible[-1] + 1) * FRAME_SAMPLES / SAMPLE_RATE) if len(audible) else 0.0
 
 
 def longest_pause_s(audio: npt.NDArray[np.float32]) -> float:

@@ -1,0 +1,77 @@
+"""How `voice bench conversation` measures a run against its script (pure logic on
+hand-made events): from where each clip's speech really is, not where the VAD put it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from voice.bench.conversation import SHORT_CUT_INS, SHORT_TURNS, _measure
+from voice.transports.simulate import ScriptTurn
+
+RATE = 16000
+
+
+def clip(speech_s: float, lead_s: float = 0.2) -> np.ndarray:
+    """``lead_s`` of silence, then ``speech_s`` of loud audio."""
+    return np.concatenate([np.zeros(int(lead_s * RATE)), np.full(int(speech_s * RATE), 0.3)])
+
+
+def placed(audio: np.ndarray, at_s: float, expect: str = "turn") -> ScriptTurn:
+    return ScriptTurn(audio=audio.astype(np.float32), name=f"clip@{at_s}", expect=expect,
+                      start_sample=int(at_s * RATE))  # fmt: skip
+
+
+def event(kind: str, ms: float, reply_id: int = 1) -> dict[str, Any]:
+    return {"type": kind, "audio_ms": ms, "reply_id": reply_id}
+
+
+def counts() -> dict[str, Any]:
+    return {
+        "user_turns": 0, "cut_ins": 0, "cut_in_replies": 0, SHORT_TURNS: 0,
+        SHORT_CUT_INS: 0, "opener_turns": 0, "opener_cut_ins": 0, "barge_ins": 0,
+        "barge_ins_stopped": 0, "false_barge_in_trials": 0, "false_barge_ins": 0,
+        "cut_in_clips": [], "v2v": [], "v2v_short": [], "barge_in": [], "endpointed": [],
+    }  # fmt: skip
+
+
+def test_voice_to_voice_runs_from_the_clips_last_loud_frame() -> None:
+    turns = [placed(clip(2.0), 0.5), placed(clip(1.0), 5.0)]
+    # Clip 1's speech: 0.7-2.7 s. A reply cut in at 1.5 s (interrupted), the answer
+    # played from 3.2 s; clip 2's speech ends at 6.2 s, answered at 6.75 s.
+    events = [
+        event("reply_start", 1500, 1), event("playback_start", 1520, 1),
+        event("interrupted", 1700, 1), event("reply_end", 1700, 1),
+        event("reply_start", 3150, 2), event("playback_start", 3200, 2),
+        event("reply_end", 4000, 2),
+        event("reply_start", 6700, 3), event("playback_start", 6750, 3),
+        event("reply_end", 7500, 3),
+    ]  # fmt: skip
+    c = counts()
+    _measure(True, turns, events, c)
+    assert c["user_turns"] == 2 and c["cut_ins"] == 1 and c["cut_in_replies"] == 1
+    assert c["v2v"] == [500.0, 550.0]
+    assert c["cut_in_clips"] == ["clip@0.5"]
+
+
+def test_a_cut_in_that_talks_over_the_end_has_no_voice_to_voice() -> None:
+    turns = [placed(clip(2.0), 0.5)]
+    events = [event("reply_start", 1500), event("playback_start", 1520), event("reply_end", 4000)]
+    c = counts()
+    _measure(True, turns, events, c)
+    assert c["cut_ins"] == 1 and c["v2v"] == []
+
+
+def test_barge_in_runs_from_the_interrupting_clips_first_loud_frame() -> None:
+    opener = placed(clip(1.0), 0.5)
+    stop = placed(clip(0.5, lead_s=0.3), 3.0, expect="barge_in")  # speech from 3.3 s
+    events = [
+        event("reply_start", 2000), event("playback_start", 2020),
+        event("paused", 3390), event("interrupted", 3700), event("reply_end", 3700),
+    ]  # fmt: skip
+    c = counts()
+    _measure(False, [opener, stop], events, c)
+    assert c["barge_ins"] == c["barge_ins_stopped"] == 1
+    assert c["barge_in"] == [90.0]  # to the pause, when the audio stopped
+    assert c["user_turns"] == 0 and c["opener_turns"] == 1  # openers are counted apart
