@@ -20,6 +20,7 @@ keeps voice-to-voice p95 under 1.5 s.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -68,6 +69,7 @@ class _Turn:
 class _ClientResult:
     v2v_ms: list[float] = field(default_factory=list)
     barge_ms: list[float] = field(default_factory=list)
+    barge_attempts: int = 0  # replies a "stop" was said over (each stopped, or a miss)
     server_v2v_ms: list[float] = field(default_factory=list)
     turns: int = 0
     answered: int = 0
@@ -106,7 +108,9 @@ async def _converse(url: str, turns: list[_Turn], barge: _Turn, seed: int) -> _C
                 await client.wait_for(partial(_replied, client, sent), WAIT_S, "a reply")
                 result.answered += 1
                 if index in BARGE_TURNS:
-                    result.barge_ms += await _speak_over_reply(client, barge)
+                    reactions, attempts = await _speak_over_reply(client, barge)
+                    result.barge_ms += reactions
+                    result.barge_attempts += attempts
                 await client.wait_for(lambda: _all_ended(client), WAIT_S, "the replies' end")
             except (TimeoutError, ConnectionError) as exc:
                 result.errors.append(str(exc))
@@ -145,24 +149,32 @@ def _replied(client: VoiceClient, sent: SentClip) -> bool:
     return sent.done_t is not None and _first_played_after(client, sent) is not None
 
 
-async def _speak_over_reply(client: VoiceClient, barge: _Turn) -> list[float]:
+async def _speak_over_reply(client: VoiceClient, barge: _Turn) -> tuple[list[float], int]:
     """Say ``barge`` (a "stop") a moment into the reply now playing; the reaction time
-    to each reply it stopped. Nothing if the reply was over before the moment came."""
+    to each reply it stopped, and how many replies it was said over (one that never
+    stopped is a miss, not left out). Nothing if the reply was over before the moment."""
     await asyncio.sleep(BARGE_DELAY_S)
     playing = [
         rid for rid, r in client.replies.items()
         if r.first_played_t and r.stopped_t is None and r.played < r.received
     ]  # fmt: skip
     if not playing or _all_ended(client):
-        return []
+        return [], 0
     over = client.say(barge.audio, barge.onset_s, barge.end_s)
     await client.wait_for(lambda: over.done_t is not None, WAIT_S, "the barge-in clip")
+    with contextlib.suppress(TimeoutError):  # a slow stop still counts, a miss is a miss
+        await client.wait_for(partial(_stopped_or_over, client, playing), WAIT_S, "a stop")
     reactions = []
     for rid in playing:
         stop = client.replies[rid].stopped_t
         if stop is not None and over.onset_t is not None and stop > over.onset_t:
             reactions.append((stop - over.onset_t) * 1000.0)
-    return reactions
+    return reactions, len(playing)
+
+
+def _stopped_or_over(client: VoiceClient, reply_ids: list[int]) -> bool:
+    ended = {m["reply_id"] for m in client.of_type("reply_end")}
+    return all(client.replies[r].stopped_t is not None or r in ended for r in reply_ids)
 
 
 async def _leave_mid_reply(server: ServerProcess, turns: list[_Turn]) -> list[float]:
@@ -304,6 +316,7 @@ def bench_serve(clips: list[Clip], clients: list[int], config: str | None = None
                 "voice_to_voice_ms": p50_p95(v2v),
                 "barge_in_ms": p50_p95([ms for r in results for ms in r.barge_ms]),
                 "barge_ins_measured": sum(len(r.barge_ms) for r in results),
+                "barge_in_attempts": sum(r.barge_attempts for r in results),
                 "server_voice_to_voice_ms": p50_p95(
                     [ms for r in results for ms in r.server_v2v_ms]
                 ),
