@@ -24,3 +24,12 @@ def test_ordinary_sentences_are_not_loops() -> None:
 
 def test_hitting_the_token_budget_counts_as_a_loop() -> None:
     assert _looks_looped(["fine"], hit_limit=True)
+
+
+def test_the_generation_length_leaves_room_for_the_whole_budget() -> None:
+    from voice.listen.whisper import generation_length
+
+    assert generation_length(2, 82) == (164, 82)  # before: 84, which allowed 42
+    assert generation_length(1, 164) == (328, 164)
+    assert generation_length(60, 100) == (200, 100)
+    assert generation_length(60, 300) == (448, 224)  # capped: Whisper's own limit

@@ -31,6 +31,7 @@ Float32Array = npt.NDArray[np.float32]
 
 HOP = 160  # samples per mel frame (10 ms)
 MAX_FRAMES = 3000  # Whisper's 30 s window
+WHISPER_MAX_LENGTH = 448  # tokens, prompt included
 MAX_AUDIO_S = 29.0  # longest audio one pass accepts, leaving room for the margin
 
 
@@ -97,6 +98,18 @@ def _looks_looped(words: list[str], hit_limit: bool) -> bool:
     if hit_limit or _repeat_cut(words) is not None:
         return True
     return len(text) > 40 and len(text.encode()) / max(1, len(zlib.compress(text.encode()))) > 2.4
+
+
+def generation_length(prompt_tokens: int, budget: int) -> tuple[int, int]:
+    """The ``max_length`` to give CTranslate2's Whisper ``generate`` for ``budget`` new
+    tokens, and the new tokens it will then allow. It generates at most
+    ``min(max_length // 2, max_length - start)``, start being the prompt's length less
+    one (0 for a single token), as Whisper's own decoder does; asking for the prompt
+    plus the budget gave a partial pass with a two-token prompt half its budget, and
+    its last words were cut."""
+    start = prompt_tokens - 1 if prompt_tokens > 1 else 0
+    max_length = min(WHISPER_MAX_LENGTH, max(2 * budget, start + budget))
+    return max_length, min(max_length // 2, max_length - start)
 
 
 class WhisperEngine:
@@ -179,7 +192,7 @@ class WhisperEngine:
         budget = int(duration * self.config.tokens_per_second) + 10
         if with_timestamps:
             budget *= 2
-        max_length = min(448, len(prompt) + budget)
+        max_length, new_tokens = generation_length(len(prompt), budget)
         result: Any = self.model.model.generate(
             encoded,
             [prompt],
@@ -192,7 +205,7 @@ class WhisperEngine:
             return_no_speech_prob=True,
         )[0]
         ids: list[int] = list(result.sequences_ids[0])
-        hit_limit = len(prompt) + len(ids) >= max_length
+        hit_limit = len(ids) >= new_tokens
         avg_logprob = float(result.scores[0]) if result.scores else 0.0
         return ids, hit_limit, float(result.no_speech_prob), frames, avg_logprob
 
