@@ -175,8 +175,21 @@ def test_history_stays_bounded_however_long_it_runs() -> None:
     assert history.prompt_for("next")[-1].content == "next"
     for k in range(1000):  # an NPC barking with nobody answering
         history.add_said(f"Fresh bread, loaf number {k}!")
-    assert len(history.turns[-1].content) <= MAX_SAID_CHARS
-    assert history.turns[-1].content.endswith("loaf number 999!")
+    last = history.turns[-1].content
+    assert last.startswith("answer 999 ")  # the answer it joins is kept whole
+    assert len(last) <= len("answer 999 ") + MAX_SAID_CHARS
+    assert last.endswith("loaf number 999!")
+
+
+def test_a_said_line_after_a_long_answer_keeps_the_whole_answer() -> None:
+    history = History("Be brief.", 4096, 100, lambda ms: sum(len(m.content) for m in ms))
+    answer = "The museum opens at nine. " * 20  # 520 characters
+    history.add_turn("When do you open?", answer.strip())
+    history.add_said("Tickets are at the desk to your left, next to the cloakroom. " * 3)
+    assert history.turns[-1].content.startswith(answer.strip())
+    history.truncate_last_reply("The museum opens")  # a barge-in: what was heard
+    history.add_said("Sorry.")
+    assert history.turns[-1].content == "The museum opens Sorry."
 
 
 def test_personas_change_prompt_voice_and_manners(tmp_path: Path) -> None:

@@ -34,6 +34,9 @@ class History:
         self.budget = context_tokens - reply_tokens
         self._count = count_tokens
         self._costs: dict[Message, int] = {}  # per message: prompts are built often
+        # Of the last assistant message, how many leading characters are an LLM's answer
+        # (kept whole); the rest is what the application had it say (bounded).
+        self._answer_chars = 0
 
     @classmethod
     def for_backend(cls, backend: LlmBackend, config: LlmConfig) -> History:
@@ -80,22 +83,30 @@ class History:
     def add_turn(self, user_text: str, assistant_text: str) -> None:
         self.turns.append(Message("user", user_text))
         self.turns.append(Message("assistant", assistant_text))
+        self._answer_chars = len(assistant_text)
         self._trim()
 
     def add_said(self, assistant_text: str) -> None:
         """Something the assistant said unprompted (a greeting): the next turn's context.
-        Said twice in a row, the lines join (the latest few hundred characters)."""
+        After another assistant message the lines join (roles must alternate): an LLM
+        answer it joins is kept whole, the said lines keep their latest few hundred
+        characters."""
+        answer = ""
         if self.turns and self.turns[-1].role == "assistant":
             last = self.turns.pop()
             self._costs.pop(last, None)
-            assistant_text = f"{last.content} {assistant_text}"[-MAX_SAID_CHARS:]
-        self.turns.append(Message("assistant", assistant_text))
+            answer = last.content[: self._answer_chars]
+            assistant_text = f"{last.content[self._answer_chars :]} {assistant_text}".strip()
+        said = assistant_text[-MAX_SAID_CHARS:]
+        self._answer_chars = len(answer)
+        self.turns.append(Message("assistant", f"{answer} {said}".strip() if answer else said))
         self._trim()
 
     def clear(self) -> None:
         """Forget the conversation (a kiosk's next visitor); the persona stays."""
         self.turns.clear()
         self._costs.clear()
+        self._answer_chars = 0
 
     def _trim(self) -> None:
         """Prompts only ever use the turns that fit the context; keep no more than a few
@@ -111,4 +122,6 @@ class History:
     def truncate_last_reply(self, heard_text: str) -> None:
         """After a barge-in, keep only what the user actually heard of the last reply."""
         if self.turns and self.turns[-1].role == "assistant":
+            self._costs.pop(self.turns[-1], None)
             self.turns[-1] = Message("assistant", heard_text)
+            self._answer_chars = min(self._answer_chars, len(heard_text))
