@@ -83,25 +83,30 @@ def _convert(raw: Any, kind: type, label: str) -> Any:
         raise ConfigError(f"{label} must be a {kind.__name__}, not {raw!r}.") from None
 
 
+def read_toml(path: str | Path, what: str, hint: str) -> dict[str, Any]:
+    """A TOML file's tables, or a :class:`ConfigError` that names ``what`` it is and why
+    it cannot be read (missing, a folder, not UTF-8, not TOML), with ``hint``."""
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}.", hint) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{what} {path} is not valid TOML: {exc}.", hint) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {path} is not UTF-8 text; save it as UTF-8.") from None
+    except OSError as exc:  # a folder, no permission
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}.", hint) from None
+
+
 def load_settings(path: str | Path | None = None, env: dict[str, str] | None = None) -> Settings:
     """Defaults, then the TOML file (``path`` or $VOICE_CONFIG), then $VOICE_<SECTION>_<NAME>."""
     env = dict(os.environ) if env is None else env
     settings = Settings()
     path = path or env.get("VOICE_CONFIG")
     if path:
-        try:
-            data = tomllib.loads(Path(path).read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"config file not found: {path}.") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}.") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"config file {path} is not UTF-8 text; save it as UTF-8.") from None
-        except OSError as exc:  # a folder, no permission
-            raise ConfigError(
-                f"cannot read config file {path}: {exc.strerror or exc}.",
-                "Give --config (or $VOICE_CONFIG) the path of a TOML file you can read.",
-            ) from None
+        data = read_toml(
+            path, "config file", "Give --config (or $VOICE_CONFIG) the path of a TOML file."
+        )
         for section, values in data.items():
             if not isinstance(values, dict):
                 raise ConfigError(f"{path}: '{section}' must be a [section] table.")

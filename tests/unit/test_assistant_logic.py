@@ -235,7 +235,7 @@ def test_bad_persona_files_say_what_is_wrong(tmp_path: Path, text: str, match: s
     path.write_text(text)
     with pytest.raises(ConfigError, match=match):
         load_persona(path)
-    with pytest.raises(ConfigError, match="no persona file"):
+    with pytest.raises(ConfigError, match="persona file not found"):
         load_persona(tmp_path / "missing.toml")
     with pytest.raises(ConfigError, match="cannot read persona file"):
         load_persona(tmp_path)

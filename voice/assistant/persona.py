@@ -20,12 +20,10 @@ knobs); the models themselves are shared by every persona that uses them.
 from __future__ import annotations
 
 import copy
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
-from voice.config import Settings
+from voice.config import Settings, read_toml
 from voice.errors import ConfigError
 
 # reply_length -> (an instruction for the model, a hard cap in tokens)
@@ -107,21 +105,7 @@ class Persona:
 def load_persona(path: str | Path) -> Persona:
     """Read a persona file; a missing file or an unknown key is a clear error."""
     source = Path(path)
-    try:
-        data: dict[str, Any] = tomllib.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(
-            f"no persona file at {source}.", "See examples/personas/ for the format."
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"persona file {source} is not valid TOML: {exc}.") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"persona file {source} is not UTF-8 text; save it as UTF-8.") from exc
-    except OSError as exc:  # a folder, no permission
-        raise ConfigError(
-            f"cannot read persona file {source}: {exc.strerror or exc}.",
-            "Give the path of a persona TOML file (see examples/personas/).",
-        ) from exc
+    data = read_toml(source, "persona file", "See examples/personas/ for the format.")
     if "name" not in data:
         raise ConfigError(f"persona file {source} has no name.", 'Add name = "..." to it.')
     known = {f.name for f in fields(Persona)}
