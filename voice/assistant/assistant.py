@@ -54,7 +54,7 @@ from voice.conversation.session import BeforeReply, Output, Session
 from voice.conversation.setup import build_session
 from voice.errors import AudioFormatError
 from voice.events import Error, Event, ReplyEnded
-from voice.serve.hub import HubSession, ServerFull
+from voice.serve.hub import HubSession
 from voice.transports.playback import PlaybackQueue
 
 log = logging.getLogger(__name__)
@@ -122,15 +122,7 @@ class Assistant:
                 lane = make_lane(self.engines, self.settings.conversation.job_timeout_s)
                 self._hub_session = HubSession(self.session, lane, None, lambda: None)
                 self.lock = self._hub_session.lock
-            try:
-                self.pool.scheduler.attach(self._hub_session)
-            except ServerFull:
-                raise ServerFull(
-                    f"this model pool already runs its maximum of "
-                    f"{self.pool.max_assistants} assistants.",
-                    "Close one first, or give them a ModelPool(max_assistants=...) of "
-                    "their own size.",
-                ) from None
+            self.pool.scheduler.attach(self._hub_session)
         self._starts += 1
         return self
 
@@ -385,8 +377,12 @@ class Assistant:
                 message=f"a callback for {event.type!r} raised {exc!r}; the conversation "
                 "went on. Fix the callback (the log has the traceback).",
             )
-            for handler in self._callbacks.get("error", []) + self._callbacks.get("*", []):
+            for handler in self._callbacks_for("error"):
                 self._call(handler, report)
+
+    def _callbacks_for(self, kind: str) -> list[Callback]:
+        """The callbacks for events of ``kind``, then those for every event ("*")."""
+        return self._callbacks.get(kind, []) + self._callbacks.get("*", [])
 
     def _dispatch(self, outputs: list[Output]) -> list[Action]:
         actions: list[Action] = []
@@ -394,7 +390,7 @@ class Assistant:
             if not isinstance(item, Event):
                 actions.append(item)
                 continue
-            for callback in self._callbacks.get(item.type, []) + self._callbacks.get("*", []):
+            for callback in self._callbacks_for(item.type):
                 self._call(callback, item)
             for loop, queue in list(self._streams):
                 loop.call_soon_threadsafe(queue.put_nowait, item)

@@ -43,7 +43,11 @@ class ModelPool:
         """The engine thread shared by this pool's assistants (started on first use)."""
         with self._scheduler_lock:
             if self._scheduler is None:
-                self._scheduler = EngineHub(Settings(), None, self.max_assistants).start()
+                self._scheduler = EngineHub(
+                    Settings(), None, self.max_assistants,
+                    full_hint="Close an assistant first, or give them a "
+                    "ModelPool(max_assistants=...) of their own size.",
+                ).start()  # fmt: skip
             return self._scheduler
 
     def engines_for(self, settings: Settings) -> Engines:

@@ -205,7 +205,8 @@ def _measure(
     for k, turn in enumerate(placed):
         begin_ms = _begin_ms(turn)
         if turn.expect == "turn":
-            end_ms = begin_ms + speech_end_s(turn.audio) * 1000
+            speech_s = speech_end_s(turn.audio)
+            end_ms = begin_ms + speech_s * 1000
             early = [t for t in starts if begin_ms < t < end_ms]
             if plain:
                 counts["user_turns"] += 1
@@ -213,7 +214,7 @@ def _measure(
                 counts["cut_in_replies"] += len(early)
                 if early:
                     counts["cut_in_clips"].append(turn.name)
-                short = speech_end_s(turn.audio) <= SHORT_TURN_S
+                short = speech_s <= SHORT_TURN_S
                 counts[SHORT_TURNS] += short
                 counts[SHORT_CUT_INS] += short and bool(early)
                 until = _begin_ms(placed[k + 1]) if k + 1 < len(placed) else float("inf")

@@ -128,13 +128,17 @@ class EngineHub:
         engines: Engines | None,
         max_sessions: int = 4,
         configure: Callable[[Session], None] | None = None,
+        full_hint: str = "Try again later, or start the server with a larger --max-sessions.",
     ) -> None:
         """``engines`` None: a scheduler only, for sessions built elsewhere (``attach``).
-        ``configure`` is called with each session ``open`` builds (an application's hooks)."""
+        ``configure`` is called with each session ``open`` builds (an application's hooks).
+        ``full_hint``: what to do when :class:`ServerFull` is raised (the setting that
+        raises the limit differs between the server and an embedding's model pool)."""
         self.settings = settings
         self.engines = engines
         self.configure = configure
         self.max_sessions = max_sessions
+        self.full_hint = full_hint
         self._lock = threading.Lock()
         self._sessions: list[HubSession] = []
         self._closing: list[HubSession] = []
@@ -267,7 +271,7 @@ class EngineHub:
         if len(self._sessions) + self._opening >= self.max_sessions:
             raise ServerFull(
                 f"the server already has its maximum of {self.max_sessions} sessions.",
-                "Try again later, or start the server with a larger --max-sessions.",
+                self.full_hint,
             )
 
     def close(self, hub_session: HubSession) -> None:
