@@ -58,6 +58,9 @@ def test_a_config_that_is_a_folder_or_not_text_is_clear(tmp_path: Path) -> None:
         ("[listen]\nmax_window_s = 29\n", "listen.max_window_s must be from 1 to under 29"),
         ("[listen]\npartial_interval_ms = 0\n", "partial_interval_ms must be positive"),
         ("[vad]\nend_silence_ms = 5\n", "vad.end_silence_ms must be at least"),
+        ("[vad]\ntail_trim_ms = -20\n", "vad.tail_trim_ms must not be negative"),
+        ("[vad]\nonset_threshold = 0\n", "vad.onset_threshold must be a probability"),
+        ("[vad]\nonset_threshold = 1.5\n", "vad.onset_threshold must be a probability"),
     ],
 )
 def test_values_that_cannot_work_fail_when_loaded(tmp_path: Path, text: str, message: str) -> None:

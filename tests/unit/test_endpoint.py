@@ -68,3 +68,88 @@ def test_force_end_closes_open_speech_only() -> None:
         endpointer.push(True)
     assert isinstance(endpointer.force_end(), Ended)
     assert not endpointer.speaking
+
+
+def run_levels(frames: list[tuple[bool, float]], **config: int) -> list[tuple[int, object]]:
+    endpointer = Endpointer(EndpointConfig(**config))
+    out = []
+    for i, (voiced, level) in enumerate(frames):
+        event = endpointer.push(voiced, level)
+        if event is not None:
+            out.append((i, event))
+    return out
+
+
+def ended_frame(frames: list[tuple[bool, float]], **config: int) -> int:
+    """The last speech frame of the first utterance that ended."""
+    ended = [e for _, e in run_levels(frames, **config) if isinstance(e, Ended)]
+    return ended[0].last_speech_frame
+
+
+QUIET = [(False, -70.0)] * 25  # a quiet room before the user speaks
+WORDS = [(True, -20.0)] * 20  # frames 25..44
+HANGOVER = [(True, -62.0)] * 5  # the VAD still says voiced, but nothing is audible
+
+
+def test_the_silence_clock_starts_at_the_last_audible_frame_not_the_vad_hangover() -> None:
+    frames = QUIET + WORDS + HANGOVER + [(False, -70.0)] * 40
+    ended_at, ended = run_levels(frames, end_silence_ms=400)[1]
+    assert isinstance(ended, Ended)
+    assert ended.last_speech_frame == 44
+    assert ended_at == 44 + 400 // 20
+    # Without levels the VAD's own last voiced frame ends it, 100 ms later.
+    endpointer = Endpointer(EndpointConfig(end_silence_ms=400))
+    vad_only = [endpointer.push(voiced) for voiced, _ in frames]
+    assert [e.last_speech_frame for e in vad_only if isinstance(e, Ended)] == [49]
+
+
+def test_a_weak_final_consonant_within_30_db_of_the_peak_is_still_speech() -> None:
+    frames = QUIET + WORDS + [(True, -45.0)] * 3 + HANGOVER + [(False, -70.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 47
+
+
+def test_in_a_noisy_room_the_tail_is_judged_against_the_noise_floor() -> None:
+    noisy = [(False, -32.0), (False, -30.0)] * 15  # a fan, 10 dB under the voice
+    frames = noisy + WORDS + [(True, -27.0)] * 4 + [(False, -31.0)] * 40
+    # -27 dB is within 6 dB of the fan: the tail, not the words.
+    assert ended_frame(frames, end_silence_ms=400) == 30 + 19
+
+
+def test_speech_the_level_misjudges_ends_at_most_tail_trim_before_the_vad() -> None:
+    # A voice that drops 40 dB but stays voiced (the VAD is right): the clock may run
+    # ahead by tail_trim_ms, never more, so the turn still does not end while voiced.
+    frames = QUIET + WORDS + [(True, -62.0)] * 60
+    assert [type(e) for _, e in run_levels(frames, end_silence_ms=400, tail_trim_ms=200)] == [
+        Started
+    ]
+    ends = run_levels(frames + [(False, -70.0)] * 40, end_silence_ms=400, tail_trim_ms=200)
+    ended_at, ended = ends[1]
+    assert isinstance(ended, Ended)
+    assert ended.last_speech_frame == 25 + 20 + 60 - 1 - 200 // 20
+    assert ended_at == 104 + 400 // 20 - 200 // 20
+
+
+def test_tail_trim_zero_ends_on_the_vad_alone() -> None:
+    frames = QUIET + WORDS + HANGOVER + [(False, -70.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400, tail_trim_ms=0) == 49
+
+
+def test_a_final_consonant_the_vad_let_go_of_is_still_speech_for_a_while() -> None:
+    fricative = [(False, -40.0)] * 4  # audible, unvoiced, right after the words
+    frames = QUIET + WORDS + fricative + [(False, -70.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 48
+    # ... so is the burst of a final "p" after its silent closure ("stop").
+    burst = HANGOVER[:2] + [(False, -70.0)] * 5 + [(False, -45.0)]
+    frames = QUIET + WORDS + burst + [(False, -70.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 44 + 8
+    # ... but a sound that goes on (music starting) holds the turn open at most 200 ms,
+    frames = QUIET + WORDS + [(False, -25.0)] * 60 + [(False, -70.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 44 + 10
+    # ... and a sound after a longer gap is not the speech's.
+    frames = QUIET + WORDS + [(False, -70.0)] * 11 + fricative + [(False, -70.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 44
+
+
+def test_speech_from_the_first_frame_is_not_taken_for_the_noise_floor() -> None:
+    frames = [(True, -20.0)] * 30 + [(True, -19.0)] * 10 + [(False, -70.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 39

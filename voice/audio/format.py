@@ -37,3 +37,9 @@ def float_to_pcm16(audio: npt.NDArray[np.floating]) -> Int16Array:
     scaled = np.clip(np.asarray(audio, dtype=np.float32) * 32768.0, -32768.0, 32767.0)
     pcm: Int16Array = np.round(scaled).astype(np.int16)
     return pcm
+
+
+def level_db(audio: npt.NDArray[np.floating]) -> float:
+    """RMS level in dBFS (full scale = 0 dB; silence is -180, not minus infinity)."""
+    rms = float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) if len(audio) else 0.0
+    return 20.0 * float(np.log10(max(rms, 1e-9)))

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import FRAME_MS, FRAME_SAMPLES, float_to_pcm16
+from voice.audio.format import FRAME_MS, FRAME_SAMPLES, float_to_pcm16, level_db
 from voice.bench.corpus import Clip
 from voice.bench.stats import p50_p95
 from voice.config import Settings
@@ -42,8 +42,8 @@ def segments(
     found: list[tuple[float, float]] = []
     frames = len(audio) // FRAME_SAMPLES
     for i in range(frames):
-        frame = float_to_pcm16(audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES])
-        change = endpointer.push(classifier.is_speech(frame))
+        chunk = audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
+        change = endpointer.push(classifier.is_speech(float_to_pcm16(chunk)), level_db(chunk))
         if isinstance(change, Ended):
             found.append((change.onset_frame * FRAME_MS, (change.last_speech_frame + 1) * FRAME_MS))
     last = endpointer.force_end()

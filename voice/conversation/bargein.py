@@ -3,7 +3,8 @@
 Pure decisions over audio time, no I/O. The session tells :class:`BargeIn`
 what it hears and carries out what it answers:
 
-- a voiced run of ``barge_in_pause_ms`` over a live reply: ``"pause"`` (the
+- a run of ``barge_in_pause_ms`` that the VAD's hair trigger heard (its
+  ``onset``: Silero at a lower threshold) over a live reply: ``"pause"`` (the
   user hears the assistant stop at once; nothing is lost yet);
 - a run that never becomes speech, once ``blip_resume_ms`` has passed:
   ``"resume"`` (a knock, a click);
@@ -53,7 +54,7 @@ class BargeIn:
         return self.paused_at is not None
 
     def on_frame(self, now_ms: float, voiced_run_ms: int, speaking: bool) -> Decision:
-        """Every frame while a reply is live."""
+        """Every frame while a reply is live (``voiced_run_ms``: the hair trigger's run)."""
         if self.paused_at is None:
             # A candidate that is not paused was resumed (no words in time): the same
             # sound must not pause the reply again on the next frame; words still can.

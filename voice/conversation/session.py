@@ -820,12 +820,12 @@ class Session:
 
     def _watch_barge_in(self) -> None:
         if self._reply is not None and self.config.barge_in:
-            run = self.listener.voiced_run_ms
+            run = self.listener.onset_run_ms
             speaking = self.listener.open_utterance is not None
             self._decide(self._barge.on_frame(self.now_ms, run, speaking))
 
     def _decide(self, decision: Decision, onset_ms: float | None = None) -> None:
-        onset = self.now_ms - self.listener.voiced_run_ms if onset_ms is None else onset_ms
+        onset = self.now_ms - self.listener.onset_run_ms if onset_ms is None else onset_ms
         if decision == "pause":
             self._pause(onset)
         elif decision == "resume":

@@ -17,7 +17,8 @@ def build_session(settings: Settings, engines: Engines) -> Session:
     vad = settings.vad
     # The session adapts the end-of-turn silence per utterance: give it its own copy.
     endpoint = dataclasses.replace(vad)
-    listener = Listener(make_classifier(vad.aggressiveness, vad.silero), endpoint, settings.listen)
+    classifier = make_classifier(vad.aggressiveness, vad.silero, vad.onset_threshold)
+    listener = Listener(classifier, endpoint, settings.listen)
     history = History.for_backend(engines.llm, settings.llm)
     return Session(
         listener,

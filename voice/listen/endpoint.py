@@ -13,6 +13,16 @@ own, so it runs identically on files, live audio and scripted test timelines.
   word never ends anything.
 - End: ``end_silence_ms`` of continuous silence after the last speech. The
   value may be changed between frames (adaptive endpointing).
+- Where speech ends: the VAD's last voiced frame trails the last audible sound
+  by ~110 ms (webrtcvad's hangover, Silero's decay), and every millisecond of
+  that is added to the user's wait. Given each frame's level, the silence clock
+  starts at the last voiced frame that is also audible: within
+  ``AUDIBLE_BELOW_PEAK_DB`` of the utterance's loudest frame and
+  ``AUDIBLE_OVER_FLOOR_DB`` over the noise floor heard before it, or an
+  unvoiced frame as loud soon after it (a final "s" the VAD let go of, the
+  burst of a final "p"). That end may come at most ``tail_trim_ms`` before or after the VAD's,
+  so speech the level misjudges (a quiet talker in a loud room) ends at most
+  that much sooner than the VAD alone would end it.
 """
 
 from __future__ import annotations
@@ -20,8 +30,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
+
 from voice.audio.format import FRAME_MS
 from voice.errors import ConfigError
+
+AUDIBLE_BELOW_PEAK_DB = 30.0  # weak final consonants sit 20-30 dB under the vowels
+AUDIBLE_OVER_FLOOR_DB = 6.0  # and stand out of the room's own noise
+FLOOR_FRAMES = 150  # the noise floor: the quietest tenth of the last 3 s heard outside speech
 
 
 @dataclass
@@ -31,11 +47,14 @@ class EndpointConfig:
     resume_voiced_ms: int = 60
     end_silence_ms: int = 600
     preroll_ms: int = 300
+    tail_trim_ms: int = 200  # the most the audible end may come before the VAD's; 0: VAD only
 
     def validate(self) -> None:
         for name in ("window_ms", "start_voiced_ms", "resume_voiced_ms", "end_silence_ms"):
             if getattr(self, name) < FRAME_MS:
                 raise ConfigError(f"vad.{name} must be at least {FRAME_MS} ms.")
+        if self.tail_trim_ms < 0:
+            raise ConfigError("vad.tail_trim_ms must not be negative (0 ends on the VAD alone).")
         if self.start_voiced_ms > self.window_ms or self.resume_voiced_ms > self.window_ms:
             raise ConfigError(
                 "vad.start_voiced_ms and vad.resume_voiced_ms must fit in vad.window_ms."
@@ -63,7 +82,8 @@ EndpointEvent = Started | Ended
 
 
 class Endpointer:
-    """Feed one boolean per frame; get at most one Started or Ended back."""
+    """Feed one boolean per frame (and its level in dBFS, if known); get at most one
+    Started or Ended back."""
 
     def __init__(self, config: EndpointConfig | None = None) -> None:
         self.config = config or EndpointConfig()
@@ -72,18 +92,38 @@ class Endpointer:
         self._frame = -1
         self.speaking = False
         self.onset_frame = -1
-        self.last_speech_frame = -1
+        self.last_speech_frame = -1  # the VAD's: the last voiced frame that counted
+        self._last_audible_frame = -1  # the last of those that was also audible
+        self._peak_db = -np.inf  # the utterance's loudest frame so far
+        window_frames = max(1, self.config.window_ms // FRAME_MS)
+        self._levels: deque[tuple[int, float]] = deque(maxlen=window_frames)  # for the onset
+        self._quiet: deque[float] = deque(maxlen=FLOOR_FRAMES)  # levels heard outside speech
 
     @property
     def frames_seen(self) -> int:
         return self._frame + 1
 
     @property
+    def speech_end_frame(self) -> int:
+        """The last frame of the current (or last) utterance's speech: where its sound
+        ends, but never more than ``tail_trim_ms`` before the VAD's last voiced one."""
+        trimmed = self.last_speech_frame - self.config.tail_trim_ms // FRAME_MS
+        return max(self._last_audible_frame, trimmed)
+
+    @property
     def silence_ms(self) -> int:
-        """Silence since the last speech frame of the current utterance (0 when idle)."""
+        """Silence since the end of the current utterance's speech (0 when idle)."""
         if not self.speaking:
             return 0
-        return (self._frame - self.last_speech_frame) * FRAME_MS
+        return (self._frame - self.speech_end_frame) * FRAME_MS
+
+    def _audible(self, level_db: float | None) -> bool:
+        """Whether a frame of the utterance is loud enough to be speech, not its tail;
+        a frame whose level is unknown is."""
+        if level_db is None:
+            return True
+        floor = float(np.percentile(self._quiet, 10)) if self._quiet else -np.inf
+        return level_db > max(self._peak_db - AUDIBLE_BELOW_PEAK_DB, floor + AUDIBLE_OVER_FLOOR_DB)
 
     def _voiced_in_window(self) -> int:
         return sum(1 for _, voiced in self._window if voiced)
@@ -96,30 +136,59 @@ class Endpointer:
         fresh = sum(1 for i, v in self._window if v and i > self.last_speech_frame)
         return fresh * FRAME_MS >= self.config.resume_voiced_ms
 
-    def push(self, voiced: bool) -> EndpointEvent | None:
+    def push(self, voiced: bool, level_db: float | None = None) -> EndpointEvent | None:
+        """``level_db``: the frame's RMS level in dBFS; without it speech ends where the
+        VAD's voiced frames end."""
         cfg = self.config
         self._frame += 1
         self._window.append((self._frame, voiced))
         while len(self._window) > max(1, cfg.window_ms // FRAME_MS):
             self._window.popleft()
+        if level_db is not None:
+            self._levels.append((self._frame, level_db))
         voiced_ms = self._voiced_in_window() * FRAME_MS
 
         if not self.speaking:
             if voiced and voiced_ms >= cfg.start_voiced_ms:
                 self.speaking = True
                 self.onset_frame = next(i for i, v in self._window if v)
-                self.last_speech_frame = self._frame
+                self.last_speech_frame = self._last_audible_frame = self._frame
+                onset_levels = [db for i, db in self._levels if i >= self.onset_frame]
+                self._peak_db = max(onset_levels, default=-np.inf)
                 return Started(self.onset_frame)
+            if level_db is not None and not voiced:  # a stream may open with speech
+                self._quiet.append(level_db)
             return None
 
         if voiced and self._is_speech_evidence():
             self.last_speech_frame = self._frame
-        elif self.silence_ms >= cfg.end_silence_ms:
-            event = Ended(self.onset_frame, self.last_speech_frame)
+            if level_db is not None:
+                self._peak_db = max(self._peak_db, level_db)
+            if self._audible(level_db):
+                self._last_audible_frame = self._frame
+            return None
+        if self._still_sounding(level_db):
+            self._last_audible_frame = self._frame
+        if self.silence_ms >= cfg.end_silence_ms:
+            event = Ended(self.onset_frame, self.speech_end_frame)
             self.speaking = False
             self._window.clear()
             return event
         return None
+
+    def _still_sounding(self, level_db: float | None) -> bool:
+        """An unvoiced frame that is still the speech's sound: a final "s" the VAD let
+        go of, or the release of a final "p" after its silent closure ("stop": the
+        burst comes ~150 ms after the vowel, and without it Whisper hears "start").
+        Within ``tail_trim_ms`` of the last audible frame and of the VAD's last voiced
+        one, so music starting after the words holds the turn open no longer."""
+        trim = self.config.tail_trim_ms
+        return (
+            level_db is not None
+            and (self._frame - self._last_audible_frame) * FRAME_MS <= trim
+            and (self._frame - self.last_speech_frame) * FRAME_MS <= trim
+            and self._audible(level_db)
+        )
 
     def force_end(self) -> Ended | None:
         """End the utterance now (end of input): the caller decides, not the silence timer."""
@@ -127,4 +196,4 @@ class Endpointer:
             return None
         self.speaking = False
         self._window.clear()
-        return Ended(self.onset_frame, self.last_speech_frame)
+        return Ended(self.onset_frame, self.speech_end_frame)

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, float_to_pcm16
+from voice.audio.format import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, float_to_pcm16, level_db
 from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.agreement import LocalAgreement, drop_overlap, normalize_word, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
-from voice.listen.vad import FrameClassifier, close_classifier
+from voice.listen.vad import FrameClassifier, close_classifier, onset_heard
 from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
 
 Float32Array = npt.NDArray[np.float32]
@@ -139,7 +139,8 @@ class Listener:
         self._next_request_id = 1
         self._in_flight: TranscribeRequest | None = None
         self._before_in_flight: tuple[_Utterance, int] | None = None  # for take_back
-        self.voiced_run = 0  # consecutive voiced frames up to now (a barge-in hair trigger)
+        self.voiced_run = 0  # consecutive voiced frames up to now
+        self.onset_run = 0  # consecutive frames the classifier's hair trigger heard (barge-in)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -174,6 +175,12 @@ class Listener:
     @property
     def voiced_run_ms(self) -> int:
         return self.voiced_run * FRAME_MS
+
+    @property
+    def onset_run_ms(self) -> int:
+        """How long someone may have been speaking, by the VAD's hair trigger (its
+        ``onset``): what pauses a reply, sooner than speech is believed."""
+        return self.onset_run * FRAME_MS
 
     @property
     def open_utterance(self) -> int | None:
@@ -215,14 +222,15 @@ class Listener:
         events: list[Event] = []
         voiced = self.classifier.is_speech(float_to_pcm16(frame))
         self.voiced_run = self.voiced_run + 1 if voiced else 0
-        frame_start = self.sample
+        self.onset_run = self.onset_run + 1 if onset_heard(self.classifier, voiced) else 0
         self.sample += FRAME_SAMPLES
-        change = self.endpointer.push(voiced)
+        change = self.endpointer.push(voiced, level_db(frame))
         current = self._current()
         if current is not None:
             current.append(frame)
-            if self.endpointer.last_speech_frame * FRAME_SAMPLES == frame_start:
-                current.last_speech_end = self.sample
+            if self.endpointer.speaking:
+                end = (self.endpointer.speech_end_frame + 1) * FRAME_SAMPLES
+                current.last_speech_end = max(current.last_speech_end, end)
         self._history.append(frame)
         if isinstance(change, Started):
             events.append(self._start(change))

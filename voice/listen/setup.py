@@ -10,7 +10,9 @@ from voice.listen.whisper import WhisperEngine
 
 def build_listener(settings: Settings) -> Listener:
     """A fresh Listener (per stream); cheap, unlike the engine."""
-    classifier = make_classifier(settings.vad.aggressiveness, settings.vad.silero)
+    classifier = make_classifier(
+        settings.vad.aggressiveness, settings.vad.silero, settings.vad.onset_threshold
+    )
     return Listener(classifier, settings.vad, settings.listen)
 
 

