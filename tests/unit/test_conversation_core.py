@@ -210,6 +210,14 @@ def test_stop_interrupts_without_a_new_reply() -> None:
     assert session.state == "listening"
 
 
+def test_a_stop_phrase_ends_its_turn_after_the_short_wait_of_finished_words() -> None:
+    """Nothing is prepared for "stop", but its turn must still end on time: a request
+    said right after it would otherwise join it into one utterance."""
+    result, _ = run([at(tone(1.0), 0.5), after(tone(0.6, 0.25), "reply_start", 1.0)])
+    stop_end = of(result, "speech_end")[-1]
+    assert stop_end["audio_ms"] - stop_end["end_ms"] == TurnConfig().complete_silence_ms
+
+
 def test_half_duplex_ignores_speech_over_the_reply() -> None:
     config = ConversationConfig(barge_in=False)
     result, _ = run([at(tone(1.0), 0.5), after(tone(1.2), "reply_start", 1.0)], config=config)

@@ -680,7 +680,10 @@ class Session:
         if uid is None or uid == self._barge.candidate or uid in self._ignored:
             return
         words = self.listener.prefetched_final(uid)
-        if not words or not split_words(words) or self._is_stop(words):
+        if not words or not split_words(words):
+            return
+        if self._is_stop(words):  # nothing to prepare, but the turn should end on time
+            self.end_of_turn.judge(uid, words, None)
             return
         text = self._turn_text(words)
         spec = self._spec
