@@ -101,6 +101,8 @@ def test_the_hair_trigger_hears_speech_over_a_reply_within_150_ms(name: str) -> 
 
 
 @pytest.mark.parametrize("name", NOISES)
-def test_the_hair_trigger_pauses_on_no_noise_that_speech_does_not(name: str) -> None:
+def test_the_hair_trigger_does_not_fire_on_these_noises_from_a_quiet_start(name: str) -> None:
+    """In a session, where Silero's 32 ms windows fall differently, a phone rub and
+    whale song can still pause a reply (it resumes); here none may."""
     assert first_pause_frame(name, onset=True) is None
     assert first_pause_frame(name, onset=False) is None

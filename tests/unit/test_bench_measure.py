@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from voice.bench.conversation import SHORT_CUT_INS, SHORT_TURNS, _measure
+from voice.bench.conversation import _measure, new_counts
 from voice.transports.simulate import ScriptTurn
 
 RATE = 16000
@@ -27,15 +27,6 @@ def event(kind: str, ms: float, reply_id: int = 1) -> dict[str, Any]:
     return {"type": kind, "audio_ms": ms, "reply_id": reply_id}
 
 
-def counts() -> dict[str, Any]:
-    return {
-        "user_turns": 0, "cut_ins": 0, "cut_in_replies": 0, SHORT_TURNS: 0,
-        SHORT_CUT_INS: 0, "opener_turns": 0, "opener_cut_ins": 0, "barge_ins": 0,
-        "barge_ins_stopped": 0, "false_barge_in_trials": 0, "false_barge_ins": 0,
-        "cut_in_clips": [], "v2v": [], "v2v_short": [], "barge_in": [], "endpointed": [],
-    }  # fmt: skip
-
-
 def test_voice_to_voice_runs_from_the_clips_last_loud_frame() -> None:
     turns = [placed(clip(2.0), 0.5), placed(clip(1.0), 5.0)]
     # Clip 1's speech: 0.7-2.7 s. A reply cut in at 1.5 s (interrupted), the answer
@@ -48,7 +39,7 @@ def test_voice_to_voice_runs_from_the_clips_last_loud_frame() -> None:
         event("reply_start", 6700, 3), event("playback_start", 6750, 3),
         event("reply_end", 7500, 3),
     ]  # fmt: skip
-    c = counts()
+    c = new_counts()
     _measure(True, turns, events, c)
     assert c["user_turns"] == 2 and c["cut_ins"] == 1 and c["cut_in_replies"] == 1
     assert c["v2v"] == [500.0, 550.0]
@@ -58,7 +49,7 @@ def test_voice_to_voice_runs_from_the_clips_last_loud_frame() -> None:
 def test_a_cut_in_that_talks_over_the_end_has_no_voice_to_voice() -> None:
     turns = [placed(clip(2.0), 0.5)]
     events = [event("reply_start", 1500), event("playback_start", 1520), event("reply_end", 4000)]
-    c = counts()
+    c = new_counts()
     _measure(True, turns, events, c)
     assert c["cut_ins"] == 1 and c["v2v"] == []
 
@@ -70,8 +61,23 @@ def test_barge_in_runs_from_the_interrupting_clips_first_loud_frame() -> None:
         event("reply_start", 2000), event("playback_start", 2020),
         event("paused", 3390), event("interrupted", 3700), event("reply_end", 3700),
     ]  # fmt: skip
-    c = counts()
+    c = new_counts()
     _measure(False, [opener, stop], events, c)
     assert c["barge_ins"] == c["barge_ins_stopped"] == 1
     assert c["barge_in"] == [90.0]  # to the pause, when the audio stopped
     assert c["user_turns"] == 0 and c["opener_turns"] == 1  # openers are counted apart
+
+
+def test_noise_over_a_reply_counts_its_pauses_and_kills_apart() -> None:
+    opener = placed(clip(1.0), 0.5)
+    noise = placed(clip(2.0, lead_s=0.0), 3.0, expect="noise")  # 3.0-5.0 s
+    events = [
+        event("reply_start", 2000), event("playback_start", 2020),
+        event("paused", 3100), event("resumed", 3400), event("paused", 4000),
+        event("resumed", 5500), event("paused", 6000), event("reply_end", 8000),
+    ]  # fmt: skip
+    c = new_counts()
+    _measure(False, [opener, noise], events, c)
+    assert c["false_barge_in_trials"] == 1 and c["false_barge_ins"] == 0
+    # Two pauses while the noise played; the one after it is not the noise's.
+    assert (c["noise_trials"], c["noise_trials_paused"], c["noise_pauses"]) == (1, 1, 2)

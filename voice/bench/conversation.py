@@ -15,8 +15,9 @@ the audio clock). Reported, p50/p95:
 
 In the same run: the same user turns with speculation off, with the end of
 turn judged with the LLM's end-of-turn probability too and by a fixed silence
-(what each signal buys), with
-the filler phrase on, and a naive sequential pipeline (fixed 600 ms endpoint,
+(what each signal buys), with a patient end of turn (``PATIENT_SILENCE_MS``
+after finished-looking words: the other end of the latency / cut-in trade-off),
+with the filler phrase on, and a naive sequential pipeline (fixed 600 ms endpoint,
 full-window transcription, the whole reply, then its whole synthesis), as ratios.
 
 Replies are capped at ``BENCH_REPLY_TOKENS`` in every mode: the first audio
@@ -47,6 +48,7 @@ Float32Array = npt.NDArray[np.float32]
 
 BENCH_REPLY_TOKENS = 48
 FILLER_AFTER_MS = 700  # the "filler" mode: say "Let me think." if the reply is later
+PATIENT_SILENCE_MS = 800  # the "patient" mode's turn.complete_silence_ms
 NOISE_S = 4.0  # noise clips are cut to this length
 TURNS_PER_CONVERSATION = 3
 SHORT_TURN_S = 6  # also reported: turns of at most this much speech (commands, questions)
@@ -129,6 +131,8 @@ def _mode_settings(settings: Settings, mode: str) -> Settings:
         s.turn.use_model = True
     elif mode == "fixed_endpoint":
         s.turn.use_model = s.turn.use_text = False
+    elif mode == "patient":
+        s.turn.complete_silence_ms = PATIENT_SILENCE_MS
     elif mode == "filler":
         s.conversation.filler_after_ms = FILLER_AFTER_MS
     return s
@@ -167,12 +171,7 @@ def run_mode(
     script itself: where each clip's speech really starts and ends (its loud frames),
     not where the session's VAD thought it did."""
     events: list[dict[str, Any]] = []
-    counts: dict[str, Any] = {
-        "user_turns": 0, "cut_ins": 0, "cut_in_replies": 0, SHORT_TURNS: 0, SHORT_CUT_INS: 0,
-        "opener_turns": 0, "opener_cut_ins": 0, "barge_ins": 0, "barge_ins_stopped": 0,
-        "false_barge_in_trials": 0, "false_barge_ins": 0, "cut_in_clips": [],
-        "v2v": [], "v2v_short": [], "barge_in": [], "endpointed": [],
-    }  # fmt: skip
+    counts = new_counts()
     for plan in planned:
         result = simulate(plan.script, build_session(settings, engines), engines)
         for event in result.events:
@@ -180,6 +179,18 @@ def run_mode(
         events.extend(result.events)
         _measure(plan.name.startswith("turns-"), result.turns, result.events, counts)
     return events, counts
+
+
+def new_counts() -> dict[str, Any]:
+    """What :func:`_measure` adds up over a mode's scripts (counts, and per-turn lists
+    that the report turns into percentiles)."""
+    return {
+        "user_turns": 0, "cut_ins": 0, "cut_in_replies": 0, SHORT_TURNS: 0, SHORT_CUT_INS: 0,
+        "opener_turns": 0, "opener_cut_ins": 0, "barge_ins": 0, "barge_ins_stopped": 0,
+        "false_barge_in_trials": 0, "false_barge_ins": 0, "cut_in_clips": [],
+        "noise_trials": 0, "noise_trials_paused": 0, "noise_pauses": 0,
+        "v2v": [], "v2v_short": [], "barge_in": [], "endpointed": [],
+    }  # fmt: skip
 
 
 def _measure(
@@ -194,12 +205,15 @@ def _measure(
       after it, before the next clip; a clip cut in on whose reply played on over its
       end has none (it is a cut-in).
     - Barge-in: the interrupting clip's first loud frame to the reply's audio stopping
-      (paused or cleared)."""
+      (paused or cleared).
+    - Noise over a reply: a kill is a false barge-in; the pauses it caused (each one a
+      gap in the reply until it resumes) are counted too."""
     starts = [e["audio_ms"] for e in events if e["type"] == "reply_start"]
     played = [e["audio_ms"] for e in events if e["type"] == "playback_start"]
     ended = [e["audio_ms"] for e in events if e["type"] == "speech_end"]
     stops = [e["audio_ms"] for e in events if e["type"] in ("paused", "interrupted")]
     interrupts = [e["audio_ms"] for e in events if e["type"] == "interrupted"]
+    pauses = [e["audio_ms"] for e in events if e["type"] == "paused"]
     live = _live_replies(events)
     placed = sorted((t for t in turns if t.start_sample is not None), key=_begin_ms)
     for k, turn in enumerate(placed):
@@ -242,6 +256,12 @@ def _measure(
         else:
             counts["false_barge_in_trials"] += 1
             counts["false_barge_ins"] += any(t >= begin_ms for t in interrupts)
+            if turn.expect == "noise":  # what a pause-first barge-in costs: a gap
+                over = begin_ms + len(turn.audio) * 1000 / SAMPLE_RATE
+                heard = [t for t in pauses if begin_ms <= t < over]
+                counts["noise_trials"] += 1
+                counts["noise_trials_paused"] += bool(heard)
+                counts["noise_pauses"] += len(heard)
 
 
 def _begin_ms(turn: ScriptTurn) -> float:
@@ -291,7 +311,7 @@ def bench_conversation(
     report: dict[str, Any] = {"reply_tokens_cap": BENCH_REPLY_TOKENS, "modes": {}}
     default_v2v: list[float] = []
     fixed_endpoints: list[float | None] = []
-    for mode in ("default", "no_speculation", "with_model", "fixed_endpoint", "filler"):
+    for mode in ("default", "no_speculation", "with_model", "fixed_endpoint", "patient", "filler"):
         mode_settings = _mode_settings(settings, mode)
         planned = plans["turns"] + (plans["overlap"] if mode == "default" else [])
         started = time.perf_counter()
@@ -334,7 +354,7 @@ def bench_conversation(
     report["modes"]["naive_sequential"] = {"voice_to_voice_ms": p50_p95(naive)}
     ours, theirs = p50_p95(default_v2v)["p50"], p50_p95(naive)["p50"]
     report["naive_over_default_p50"] = round(theirs / ours, 2) if ours and theirs else None
-    for mode in ("no_speculation", "with_model", "fixed_endpoint", "filler"):
+    for mode in ("no_speculation", "with_model", "fixed_endpoint", "patient", "filler"):
         p50 = report["modes"][mode]["voice_to_voice_ms"]["p50"]
         report[f"{mode}_over_default_p50"] = round(p50 / ours, 2) if ours and p50 else None
     return report

@@ -9,10 +9,11 @@ frame is speech only when both agree.
 Each classifier also leaves an ``onset`` verdict for the frame it last judged: a
 hair trigger for pausing a reply when someone may be speaking over it. A pause is
 undone when no words follow, so it may fire sooner than speech is believed; with
-Silero on, ``onset`` is Silero alone at a lower threshold. On the corpus that heard
-every barge-in's onset within 120 ms, where both agreeing took up to 300
-(webrtcvad misses the soft "s" of "stop"; Silero at 0.5 misses the first 200 ms of
-some words), and it paused on the same noise clips (one of thirteen, jazz).
+Silero on, ``onset`` is Silero alone at a lower threshold: webrtcvad misses the
+soft "s" of "stop", and Silero at 0.5 the first 200 ms of some words. In
+``voice bench conversation`` it stopped replies 60-200 ms after the first sound of
+speech over them (both agreeing: 80-280), and paused them on 3 of the 11 noise
+clips, always resuming (both agreeing: 2).
 """
 
 from __future__ import annotations
