@@ -110,3 +110,11 @@ def test_byte_swapped_speech_is_told_from_speech_noise_and_silence() -> None:
     assert looks_byte_swapped(noise) is False and looks_byte_swapped(noise.byteswap()) is False
     assert looks_byte_swapped(np.zeros(16000, np.int16)) is None
     assert looks_byte_swapped(speech[:100]) is None
+
+
+def test_a_dc_offset_is_no_sound_to_the_level() -> None:
+    from voice.audio.format import level_db
+
+    tone = 0.1 * np.sin(np.linspace(0, 40 * np.pi, 320)).astype(np.float32)
+    assert abs(level_db(tone + 0.25) - level_db(tone)) < 0.01
+    assert level_db(np.full(320, 0.25, np.float32)) < -150

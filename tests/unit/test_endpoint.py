@@ -109,9 +109,9 @@ def test_a_weak_final_consonant_within_30_db_of_the_peak_is_still_speech() -> No
 
 
 def test_in_a_noisy_room_the_tail_is_judged_against_the_noise_floor() -> None:
-    noisy = [(False, -32.0), (False, -30.0)] * 15  # a fan, 10 dB under the voice
-    frames = noisy + WORDS + [(True, -27.0)] * 4 + [(False, -31.0)] * 40
-    # -27 dB is within 6 dB of the fan: the tail, not the words.
+    noisy = [(False, -52.0), (False, -50.0)] * 15  # a fan, 30 dB under the voice
+    frames = noisy + WORDS + [(True, -47.0)] * 4 + [(False, -48.0)] * 40
+    # -47 dB is within 6 dB of the fan: the tail, not the words; nor is the fan after.
     assert ended_frame(frames, end_silence_ms=400) == 30 + 19
 
 
@@ -153,3 +153,14 @@ def test_a_final_consonant_the_vad_let_go_of_is_still_speech_for_a_while() -> No
 def test_speech_from_the_first_frame_is_not_taken_for_the_noise_floor() -> None:
     frames = [(True, -20.0)] * 30 + [(True, -19.0)] * 10 + [(False, -70.0)] * 40
     assert ended_frame(frames, end_silence_ms=400) == 39
+
+
+def test_speech_barely_above_the_noise_is_not_all_taken_for_its_tail() -> None:
+    # A fan 4 dB under the voice: over-the-floor would call every word a tail; the
+    # guard keeps frames within 20 dB of the peak audible.
+    noisy = [(False, -24.0)] * 30
+    frames = noisy + [(True, -20.0)] * 40 + [(False, -24.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 30 + 39
+    # ... and the noise after the words does not extend them.
+    frames = noisy + [(True, -20.0)] * 40 + [(False, -21.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 30 + 39

@@ -40,6 +40,10 @@ def float_to_pcm16(audio: npt.NDArray[np.floating]) -> Int16Array:
 
 
 def level_db(audio: npt.NDArray[np.floating]) -> float:
-    """RMS level in dBFS (full scale = 0 dB; silence is -180, not minus infinity)."""
-    rms = float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) if len(audio) else 0.0
+    """The level of the sound in dBFS: RMS with the mean taken out, since a DC offset
+    (a cheap microphone, a bad driver) is no sound; silence is -180, not minus infinity."""
+    if not len(audio):
+        return -180.0
+    samples = np.asarray(audio, dtype=np.float64)
+    rms = float(np.sqrt(np.mean(np.square(samples - samples.mean()))))
     return 20.0 * float(np.log10(max(rms, 1e-9)))

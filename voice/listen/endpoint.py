@@ -37,6 +37,7 @@ from voice.errors import ConfigError
 
 AUDIBLE_BELOW_PEAK_DB = 30.0  # weak final consonants sit 20-30 dB under the vowels
 AUDIBLE_OVER_FLOOR_DB = 6.0  # and stand out of the room's own noise
+LOUD_BELOW_PEAK_DB = 20.0  # ... unless the noise is that close to the voice
 FLOOR_FRAMES = 150  # the noise floor: the quietest tenth of the last 3 s heard outside speech
 
 
@@ -117,13 +118,19 @@ class Endpointer:
             return 0
         return (self._frame - self.speech_end_frame) * FRAME_MS
 
-    def _audible(self, level_db: float | None) -> bool:
+    def _audible(self, level_db: float | None, voiced: bool = True) -> bool:
         """Whether a frame of the utterance is loud enough to be speech, not its tail;
-        a frame whose level is unknown is."""
+        a frame whose level is unknown is. For a voiced frame the floor guard is never
+        stricter than 20 dB under the peak: in a loud room, speech that barely stands
+        out of the noise must not all be taken for its tail (the VAD's end holds then).
+        An unvoiced frame must stand out of the floor to extend the speech."""
         if level_db is None:
             return True
         floor = float(np.percentile(self._quiet, 10)) if self._quiet else -np.inf
-        return level_db > max(self._peak_db - AUDIBLE_BELOW_PEAK_DB, floor + AUDIBLE_OVER_FLOOR_DB)
+        over_floor = floor + AUDIBLE_OVER_FLOOR_DB
+        if voiced:
+            over_floor = min(over_floor, self._peak_db - LOUD_BELOW_PEAK_DB)
+        return level_db > max(self._peak_db - AUDIBLE_BELOW_PEAK_DB, over_floor)
 
     def _voiced_in_window(self) -> int:
         return sum(1 for _, voiced in self._window if voiced)
@@ -187,7 +194,7 @@ class Endpointer:
             level_db is not None
             and (self._frame - self._last_audible_frame) * FRAME_MS <= trim
             and (self._frame - self.last_speech_frame) * FRAME_MS <= trim
-            and self._audible(level_db)
+            and self._audible(level_db, voiced=False)
         )
 
     def force_end(self) -> Ended | None:
