@@ -20,9 +20,9 @@ own, so it runs identically on files, live audio and scripted test timelines.
   ``AUDIBLE_BELOW_PEAK_DB`` of the utterance's loudest frame and
   ``AUDIBLE_OVER_FLOOR_DB`` over the noise floor heard before it, or an
   unvoiced frame as loud soon after it (a final "s" the VAD let go of, the
-  burst of a final "p"). That end may come at most ``tail_trim_ms`` before or after the VAD's,
-  so speech the level misjudges (a quiet talker in a loud room) ends at most
-  that much sooner than the VAD alone would end it.
+  burst of a final "p"). That end is never more than ``tail_trim_ms`` from the
+  VAD's, so speech the level misjudges ends at most that much sooner or later
+  than the VAD alone would end it.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class EndpointConfig:
     resume_voiced_ms: int = 60
     end_silence_ms: int = 600
     preroll_ms: int = 300
-    tail_trim_ms: int = 200  # the most the audible end may come before the VAD's; 0: VAD only
+    tail_trim_ms: int = 200  # the most the audible end may differ from the VAD's; 0: VAD only
 
     def validate(self) -> None:
         for name in ("window_ms", "start_voiced_ms", "resume_voiced_ms", "end_silence_ms"):
