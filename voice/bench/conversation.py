@@ -328,7 +328,7 @@ def bench_conversation(
         entry: dict[str, Any] = {
             "voice_to_voice_ms": p50_p95(turn_v2v),
             f"voice_to_voice_under_{SHORT_TURN_S}s_ms": p50_p95(short_v2v),
-            # The session's own figure, from its VAD's end of speech (what /metrics shows).
+            # The session's own figure, from its own end of speech (what /metrics shows).
             "voice_to_voice_vad_ms": p50_p95(_v2v_of_user_turns(events, planned)),
             "speculation_hit_rate": summary["speculation_hit_rate"],
             "cut_in_rate": _rate(counts["cut_ins"], counts["user_turns"]),
@@ -361,8 +361,8 @@ def bench_conversation(
 
 
 def _v2v_of_user_turns(events: list[dict[str, Any]], planned: list[_Planned]) -> list[float]:
-    """The session's own voice-to-voice (from its VAD's end of speech) of the plain turn
-    conversations: every reply, also those that cut in on a pause."""
+    """The session's own voice-to-voice (from the end of speech its endpointer found) of
+    the plain turn conversations: every reply, also those that cut in on a pause."""
     plain = {p.name for p in planned if p.name.startswith("turns-")}
     return [
         e["voice_to_voice_ms"]

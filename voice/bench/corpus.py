@@ -12,6 +12,7 @@ import numpy.typing as npt
 from voice.audio import read_wav
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.errors import VoiceError
+from voice.listen.endpoint import audible_threshold_db
 
 LEAD_SILENCE_S = 0.5  # people pause before speaking; the VAD pre-roll needs history
 
@@ -70,11 +71,6 @@ def loud_frames(audio: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
     return np.nonzero(rms > 0.1 * rms.max())[0]
 
 
-AUDIBLE_BELOW_PEAK_DB = 30.0  # weak final consonants sit 20-30 dB under the vowels
-AUDIBLE_OVER_FLOOR_DB = 6.0  # and speech stands out of the recording's own noise
-LOUD_BELOW_PEAK_DB = 20.0  # loud_frames: a tenth of the peak's RMS
-
-
 def audible_frames(audio: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
     """Indices of the 20 ms frames that carry speech: within 30 dB of the loudest frame
     and 6 dB over the noise floor (the quietest tenth of frames). Where speech begins
@@ -85,12 +81,9 @@ def audible_frames(audio: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
         return np.zeros(0, dtype=np.intp)
     rms = np.sqrt(np.mean(audio[: frames * FRAME_SAMPLES].reshape(frames, -1) ** 2, axis=1))
     db = 20 * np.log10(np.maximum(rms, 1e-9))
-    floor = float(np.percentile(db, 10))
-    peak = float(db.max())
-    # The floor guard never makes it stricter than a tenth of the peak (a clip that is
-    # nearly all speech has its quietest tenth in the speech).
-    over_floor = min(floor + AUDIBLE_OVER_FLOOR_DB, peak - LOUD_BELOW_PEAK_DB)
-    threshold = max(peak - AUDIBLE_BELOW_PEAK_DB, over_floor)
+    # The floor guard (a clip that is nearly all speech has its quietest tenth in the
+    # speech) is the one the session's endpointer uses.
+    threshold = audible_threshold_db(float(db.max()), float(np.percentile(db, 10)))
     return np.nonzero(db > threshold)[0]
 
 

@@ -53,16 +53,16 @@ class BargeIn:
     def paused(self) -> bool:
         return self.paused_at is not None
 
-    def on_frame(self, now_ms: float, voiced_run_ms: int, speaking: bool) -> Decision:
-        """Every frame while a reply is live (``voiced_run_ms``: the hair trigger's run)."""
+    def on_frame(self, now_ms: float, run_ms: int, speaking: bool) -> Decision:
+        """Every frame while a reply is live (``run_ms``: the hair trigger's run)."""
         if self.paused_at is None:
             # A candidate that is not paused was resumed (no words in time): the same
             # sound must not pause the reply again on the next frame; words still can.
             fresh = self.candidate is None
-            return "pause" if fresh and voiced_run_ms >= self.pause_ms else None
+            return "pause" if fresh and run_ms >= self.pause_ms else None
         waited = now_ms - self.paused_at
         if self.candidate is None:
-            blip_over = voiced_run_ms == 0 and not speaking
+            blip_over = run_ms == 0 and not speaking
             return "resume" if blip_over and waited >= self.blip_resume_ms else None
         # No words yet: keep talking; words later in this utterance still interrupt.
         return "resume" if waited >= self.resume_after_ms else None

@@ -176,10 +176,6 @@ class Listener:
         return sum(utt.size for utt in self._utterances)
 
     @property
-    def voiced_run_ms(self) -> int:
-        return self.voiced_run * FRAME_MS
-
-    @property
     def onset_run_ms(self) -> int:
         """How long someone may have been speaking, by the VAD's hair trigger (its
         ``onset``): what pauses a reply, sooner than speech is believed."""

@@ -6,11 +6,12 @@ no thread pool. Silero (ONNX, one thread) is an optional second opinion that
 rejects most music and tap noise webrtcvad calls voiced; with both enabled a
 frame is speech only when both agree.
 
-Each classifier also leaves an ``onset`` verdict for the frame it last judged: a
-hair trigger for pausing a reply when someone may be speaking over it. A pause is
-undone when no words follow, so it may fire sooner than speech is believed; with
-Silero on, ``onset`` is Silero alone at a lower threshold: webrtcvad misses the
-soft "s" of "stop", and Silero at 0.5 the first 200 ms of some words. In
+A classifier may also leave an ``onset`` verdict for the frame it last judged (one
+without it: its own verdict, see :func:`onset_heard`): a hair trigger for pausing a
+reply when someone may be speaking over it. A pause is undone when no words follow,
+so it may fire sooner than speech is believed; with Silero on, ``onset`` is Silero
+alone at a lower threshold: webrtcvad misses the soft "s" of "stop", and Silero at
+0.5 the first 200 ms of some words. In
 ``voice bench conversation`` it stopped replies 60-200 ms after the first sound of
 speech over them (both agreeing: 80-280), and paused them on 3 of the 11 noise
 clips, always resuming (both agreeing: 2).
@@ -49,11 +50,9 @@ class WebRtcVad:
         import webrtcvad
 
         self._vad = webrtcvad.Vad(aggressiveness)
-        self.onset = False
 
     def is_speech(self, frame: Int16Array) -> bool:
-        self.onset = bool(self._vad.is_speech(frame.astype("<i2").tobytes(), SAMPLE_RATE))
-        return self.onset
+        return bool(self._vad.is_speech(frame.astype("<i2").tobytes(), SAMPLE_RATE))
 
     def reset(self) -> None:
         """webrtcvad keeps only smoothing state that settles in a few frames."""
