@@ -49,18 +49,25 @@ NOISES = [
 PAUSE_FRAMES = 4  # conversation.barge_in_pause_ms (80) in frames
 
 
-def speech_end_ms(audio: np.ndarray, levels: bool) -> float:
+def utterance_ends(audio: np.ndarray, levels: bool = True, **config: int) -> list[tuple[int, int]]:
+    """Each utterance's end, in ms: when the endpointer called it, and where its speech
+    ended (real VADs, the levels if ``levels``)."""
     classifier = make_classifier(2, silero=True)
-    endpointer = Endpointer(EndpointConfig(end_silence_ms=600))
+    endpointer = Endpointer(EndpointConfig(**config))
     ends = []
     for i in range(len(audio) // FRAME_SAMPLES):
         frame = audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
         level = level_db(frame) if levels else None
         event = endpointer.push(classifier.is_speech(float_to_pcm16(frame)), level)
         if isinstance(event, Ended):
-            ends.append((event.last_speech_frame + 1) * FRAME_MS)
+            ends.append(((i + 1) * FRAME_MS, (event.last_speech_frame + 1) * FRAME_MS))
+    return ends
+
+
+def speech_end_ms(audio: np.ndarray, levels: bool) -> float:
+    ends = utterance_ends(audio, levels, end_silence_ms=600)
     assert ends, "the VAD never ended the speech"
-    return float(ends[-1])
+    return float(ends[-1][1])
 
 
 def test_turns_end_where_their_sound_ends_not_after_the_vad_hangover() -> None:
@@ -75,6 +82,32 @@ def test_turns_end_where_their_sound_ends_not_after_the_vad_hangover() -> None:
     assert np.median(np.abs(late_by)) <= 40, late_by
     assert all(d <= v for d, v in zip(late_by, vad_late_by, strict=True)), (late_by, vad_late_by)
     assert np.median(late_by) <= np.median(vad_late_by) - 40, (late_by, vad_late_by)
+
+
+@pytest.mark.parametrize(
+    ("name", "splits_without_hold"),
+    [("ljspeech_LJ001-0001", 1), ("librispeech_8266-258262-0001", 2)],
+)
+def test_a_pause_just_longer_than_the_wait_does_not_end_under_the_next_word(
+    name: str, splits_without_hold: int
+) -> None:
+    """These readers pause ~500 ms between sentences: the next word's first sound
+    comes as the 500 ms wait runs out, before the VAD calls it speech."""
+    audio = clip(name, lead_s=0.5, tail_s=1.0)
+    held = utterance_ends(audio, end_silence_ms=500)
+    unheld = utterance_ends(audio, end_silence_ms=500, resume_hold_ms=0)
+    assert len(unheld) - len(held) == splits_without_hold, (held, unheld)
+    assert held[-1] == unheld[-1]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["mix_speechcommands_yes_no_go_stop_bike_snr5", "mix_librispeech_1089-134686-0000_music_snr5"],
+)
+def test_noise_after_the_words_does_not_hold_the_end(name: str) -> None:
+    audio = clip(name, lead_s=0.5, tail_s=1.0)
+    held = utterance_ends(audio, end_silence_ms=500)
+    assert held == utterance_ends(audio, end_silence_ms=500, resume_hold_ms=0)
 
 
 def first_pause_frame(name: str, onset: bool) -> int | None:

@@ -164,3 +164,35 @@ def test_speech_barely_above_the_noise_is_not_all_taken_for_its_tail() -> None:
     # ... and the noise after the words does not extend them.
     frames = noisy + [(True, -20.0)] * 40 + [(False, -21.0)] * 40
     assert ended_frame(frames, end_silence_ms=400) == 30 + 39
+
+
+PAUSE = [(False, -70.0)] * 19  # frames 45..63: the 400 ms wait ends at frame 64
+NEW_WORD = [(False, -30.0)] * 2 + [(True, -20.0)] * 20  # the VAD hears it at its 3rd frame
+
+
+def test_the_turn_does_not_end_under_the_first_sound_of_a_new_word() -> None:
+    frames = QUIET + WORDS + PAUSE + NEW_WORD + [(False, -70.0)] * 40
+    events = run_levels(frames, end_silence_ms=400)
+    assert [type(e) for _, e in events] == [Started, Ended]
+    assert ended_frame(frames, end_silence_ms=400) == 44 + len(PAUSE) + len(NEW_WORD)
+    # Without the hold the VAD is too late: the turn ends and a second one starts.
+    split = run_levels(frames, end_silence_ms=400, resume_hold_ms=0)
+    assert [type(e) for _, e in split] == [Started, Ended, Started, Ended]
+    assert split[1][0] == 44 + 400 // 20
+
+
+def test_a_sound_that_never_becomes_speech_holds_the_end_at_most_resume_hold_ms() -> None:
+    ticks = [(False, -30.0), (False, -70.0)] * 40  # a clock ticking: rising, never voiced
+    ends = run_levels(QUIET + WORDS + PAUSE + ticks, end_silence_ms=400, resume_hold_ms=100)
+    ended_at, ended = ends[1]
+    assert isinstance(ended, Ended) and ended.last_speech_frame == 44
+    assert 44 + 400 // 20 < ended_at <= 44 + (400 + 100) // 20
+
+
+def test_steady_sound_in_the_pause_does_not_hold_the_end() -> None:
+    # Music that starts with the pause is the speech's tail for 200 ms at most (see
+    # above), and never rises out of its own level: the turn ends on time.
+    frames = QUIET + WORDS + [(False, -25.0)] * 60
+    ended_at, ended = run_levels(frames, end_silence_ms=400)[1]
+    assert isinstance(ended, Ended)
+    assert ended_at == ended.last_speech_frame + 400 // 20

@@ -23,6 +23,13 @@ own, so it runs identically on files, live audio and scripted test timelines.
   burst of a final "p"). That end is never more than ``tail_trim_ms`` from the
   VAD's, so speech the level misjudges ends at most that much sooner or later
   than the VAD alone would end it.
+- Not while the user is starting again: the VAD needs 60-120 ms of a new word
+  before it calls it speech, and a pause a little longer than the wait would
+  end the turn under the first syllable of the next sentence (the reply then
+  starts over the user's words). If any of the last ``STIRRING_FRAMES`` is
+  voiced, or audible and rising out of the pause (``AUDIBLE_OVER_FLOOR_DB``
+  over the pause's own median level, so steady music or noise does not hold
+  it), the end waits for the VAD to decide, at most ``resume_hold_ms`` longer.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ AUDIBLE_BELOW_PEAK_DB = 30.0  # weak final consonants sit 20-30 dB under the vow
 AUDIBLE_OVER_FLOOR_DB = 6.0  # and stand out of the room's own noise
 LOUD_BELOW_PEAK_DB = 20.0  # ... unless the noise is that close to the voice
 FLOOR_FRAMES = 150  # the noise floor: the quietest tenth of the last 3 s heard outside speech
+STIRRING_FRAMES = 3  # the end waits while any of the last 60 ms sounds like speech starting
 
 
 def audible_threshold_db(peak_db: float, floor_db: float, guarded: bool = True) -> float:
@@ -61,6 +69,7 @@ class EndpointConfig:
     end_silence_ms: int = 600
     preroll_ms: int = 300
     tail_trim_ms: int = 200  # the most the audible end may differ from the VAD's; 0: VAD only
+    resume_hold_ms: int = 200  # the end waits this much at most for sound that may be speech
 
     def validate(self) -> None:
         for name in ("window_ms", "start_voiced_ms", "resume_voiced_ms", "end_silence_ms"):
@@ -68,6 +77,10 @@ class EndpointConfig:
                 raise ConfigError(f"vad.{name} must be at least {FRAME_MS} ms.")
         if self.tail_trim_ms < 0:
             raise ConfigError("vad.tail_trim_ms must not be negative (0 ends on the VAD alone).")
+        if self.resume_hold_ms < 0:
+            raise ConfigError(
+                "vad.resume_hold_ms must not be negative (0 ends on time even over a new word)."
+            )
         if self.start_voiced_ms > self.window_ms or self.resume_voiced_ms > self.window_ms:
             raise ConfigError(
                 "vad.start_voiced_ms and vad.resume_voiced_ms must fit in vad.window_ms."
@@ -112,6 +125,7 @@ class Endpointer:
         window_frames = max(1, self.config.window_ms // FRAME_MS)
         self._levels: deque[tuple[int, float]] = deque(maxlen=window_frames)  # for the onset
         self._quiet: deque[float] = deque(maxlen=FLOOR_FRAMES)  # levels heard outside speech
+        self._last_stirring_frame = -1  # the last frame in a pause that may be speech again
 
     @property
     def frames_seen(self) -> int:
@@ -187,7 +201,9 @@ class Endpointer:
             return None
         if self._still_sounding(level_db):
             self._last_audible_frame = self._frame
-        if self.silence_ms >= cfg.end_silence_ms:
+        elif voiced or self._rising(level_db):
+            self._last_stirring_frame = self._frame
+        if self.silence_ms >= cfg.end_silence_ms and not self._held_for_new_word():
             event = Ended(self.onset_frame, self.speech_end_frame)
             self.speaking = False
             self._window.clear()
@@ -207,6 +223,22 @@ class Endpointer:
             and (self._frame - self.last_speech_frame) * FRAME_MS <= trim
             and self._audible(level_db, voiced=False)
         )
+
+    def _rising(self, level_db: float | None) -> bool:
+        """Whether a frame in a pause is audible and stands out of the pause's own
+        level (its median over the last ``window_ms``): a new word's first sound."""
+        if level_db is None or not self._audible(level_db, voiced=False):
+            return False
+        pause = [db for i, db in self._levels if i > self._last_audible_frame]
+        return level_db > float(np.median(pause)) + AUDIBLE_OVER_FLOOR_DB
+
+    def _held_for_new_word(self) -> bool:
+        """Whether the end waits because the pause's last frames may be a new word's
+        first sound: for the VAD to call it speech (the silence then starts over) or
+        to let it go, at most ``resume_hold_ms`` past the end-of-turn silence."""
+        stirring = self._frame - self._last_stirring_frame < STIRRING_FRAMES
+        overdue = self.silence_ms - self.config.end_silence_ms
+        return stirring and overdue < self.config.resume_hold_ms
 
     def force_end(self) -> Ended | None:
         """End the utterance now (end of input): the caller decides, not the silence timer."""
