@@ -290,6 +290,10 @@ def test_filler_plays_when_the_reply_is_late() -> None:
         ("When does the shop open?", None, "complete"),
         ("Because of the rain. I stayed home.", None, "complete"),
         ("After dinner.", None, "complete"),
+        ("1. 2.", None, "numbers"),
+        ("My number is 555, 0123.", None, "numbers"),
+        ("Set a timer for 10.", None, "complete"),
+        ("What is 2 plus 2?", None, "complete"),
         ("", None, "unsure"),
     ],
 )
@@ -297,7 +301,11 @@ def test_judge_turn(text: str, eot: float | None, expected: str) -> None:
     config = TurnConfig(use_model=True)
     judged = judge_turn(text, eot, config, 600)
     assert judged.reason == expected
-    waits = {"complete": config.complete_silence_ms, "incomplete": config.incomplete_silence_ms}
+    waits = {
+        "complete": config.complete_silence_ms,
+        "incomplete": config.incomplete_silence_ms,
+        "numbers": config.numbers_silence_ms,
+    }
     assert judged.silence_ms == waits.get(expected, 600)
 
 

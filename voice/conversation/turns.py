@@ -9,8 +9,12 @@ plainly are not. Two signals, each measured by ``voice bench conversation``:
   preposition, or a trailing comma, means more is coming; so does a last
   sentence that is only a subordinate clause ("If it rains tomorrow.", "When
   it was the night."): people pause after one before the main clause, and
-  Whisper puts a full stop at the pause. A final ".", "?" or "!" (Whisper
-  punctuates what it hears as finished) otherwise means it may be done.
+  Whisper puts a full stop at the pause. A last sentence of only numbers
+  ("1. 2.", "555-01": Whisper writes spoken numbers as digits) is someone
+  reading out a phone number or a code, or counting, who pauses between the
+  groups: a longer wait, though not the unfinished phrase's. A final ".", "?"
+  or "!" (Whisper punctuates what it hears as finished) otherwise means it may
+  be done.
 - The language model's own end-of-turn probability: the chance it gives the
   chat template's end-of-user-turn token right after the text. It is near zero
   after an unfinished phrase ("What is the capital of") and high after a
@@ -41,6 +45,9 @@ CONTINUATION_WORDS = (
 # "before") are left out: "After dinner." is a whole answer.
 SUBORDINATORS = "if unless when whenever while because although though since until whereas"
 
+# A group of digits with the marks Whisper puts in and between spoken groups.
+NUMBER_GROUP = re.compile(r"[\d.,:;/+()-]*\d[\d.,:;/+()-]*")
+
 INCOMPLETE_PUNCTUATION = (",", "-", "—", "…", "...", ":", ";")
 COMPLETE_PUNCTUATION = (".", "?", "!")
 
@@ -51,6 +58,7 @@ class TurnConfig:
 
     complete_silence_ms: int = 500  # the words look like a finished turn
     incomplete_silence_ms: int = 1200  # a filler, conjunction or unfinished phrase
+    numbers_silence_ms: int = 800  # only numbers so far: a phone number, a code, counting
     use_text: bool = True
     # The LLM's end-of-turn probability: off by default, measured not to pay on the
     # corpus (voice bench conversation: p50 660 vs 570 ms text only, cut-ins alike).
@@ -64,7 +72,7 @@ class TurnConfig:
 @dataclass(frozen=True)
 class TurnJudgement:
     silence_ms: int
-    reason: str  # "complete", "incomplete" or "unsure": reported in metrics
+    reason: str  # "complete", "incomplete", "numbers" or "unsure": reported in metrics
 
 
 def judge_turn(
@@ -88,6 +96,8 @@ def judge_turn(
         )
     ):
         return TurnJudgement(config.incomplete_silence_ms, "incomplete")
+    if config.use_text and not asks and _reading_out_numbers(_last_sentence(stripped)):
+        return TurnJudgement(config.numbers_silence_ms, "numbers")
     punctuated = stripped.endswith(COMPLETE_PUNCTUATION)
     # The model's "no" only counts where the text has no full stop of its own: it
     # gives statements to an assistant a low probability even when they are whole.
@@ -103,12 +113,28 @@ def judge_turn(
 def _only_a_subordinate_clause(text: str, subordinators: str) -> bool:
     """Whether the last sentence opens with a subordinator and has no second clause
     (no comma, semicolon or dash), like "If it rains tomorrow." """
-    sentences = [p for p in re.split(r"(?<=[.?!])\s+", text) if p.strip()]
-    last_sentence = sentences[-1] if sentences else ""
+    last_sentence = _last_sentence(text)
     words = last_sentence.split()
     if not words or normalize_word(words[0]) not in subordinators.split():
         return False
     return not any(mark in last_sentence[:-1] for mark in (",", ";", ":", " -", "—"))
+
+
+def _reading_out_numbers(sentence: str) -> bool:
+    """Whether a sentence is only numbers ("1. 2.", "2020.") or ends in two groups or
+    more ("The code is 4 5 6.", "Call 555, 1234."); not "Set a timer for 10." """
+    words = sentence.split()
+    trailing = 0
+    for word in reversed(words):
+        if not NUMBER_GROUP.fullmatch(word):
+            break
+        trailing += 1
+    return trailing > 0 and (trailing == len(words) or trailing >= 2)
+
+
+def _last_sentence(text: str) -> str:
+    sentences = [p for p in re.split(r"(?<=[.?!])\s+", text) if p.strip()]
+    return sentences[-1] if sentences else ""
 
 
 def same_turn_text(a: str, b: str) -> bool:
