@@ -85,6 +85,17 @@ def test_a_mid_sentence_pause_does_not_end_the_turn(engines: Engines) -> None:
     assert start["audio_ms"] > 500 + len(audio) / 16  # never before the user finished
 
 
+def test_numbers_read_out_with_pauses_are_one_turn(engines: Engines) -> None:
+    # "One [600 ms] two [620 ms] three": each group alone is transcribed "1." and looks
+    # finished; a 500 ms wait answered after "1." and again after "2.".
+    audio = clip("uberi_one_two_three", lead_s=0.0)
+    result, _ = converse(engines, [ScriptTurn(audio=audio, name="numbers", at_s=0.5)])
+    (final,) = of(result, "final")
+    assert [c for c in final["text"] if c.isdigit()] == ["1", "2", "3"], final["text"]
+    (start,) = of(result, "reply_start")
+    assert start["audio_ms"] > 500 + len(audio) / 16
+
+
 def test_a_speculation_is_discarded_when_the_user_goes_on(engines: Engines) -> None:
     """A pause long enough to prepare a reply, then more words: the prepared reply is
     cancelled, never shown or played, and the turn is answered once, in full."""
