@@ -37,14 +37,14 @@ class VadConfig(EndpointConfig):
     silero: bool = True
     # Silero's probability that pauses a reply someone may be speaking over (words
     # still decide whether it is interrupted); 0.5 is what it takes to be speech.
-    onset_threshold: float = 0.3
+    onset_threshold: float = 0.2
 
     def validate(self) -> None:
         super().validate()
         if not 0.0 < self.onset_threshold <= 1.0:
             raise ConfigError(
                 "vad.onset_threshold must be a probability above 0 and at most 1.",
-                "0.3 pauses a reply at a soft onset; 0.5 only once Silero calls it speech.",
+                "0.2 pauses a reply at a soft onset; 0.5 only once Silero calls it speech.",
             )
 
 

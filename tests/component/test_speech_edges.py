@@ -133,6 +133,29 @@ def test_the_hair_trigger_hears_speech_over_a_reply_within_150_ms(name: str) -> 
     assert (hair + 1 - onset) * FRAME_MS <= 150
 
 
+@pytest.mark.parametrize("name", OVER_A_REPLY)
+def test_the_hair_trigger_is_as_quick_after_seconds_of_quiet(name: str) -> None:
+    """Speech over a reply comes after seconds of the user's silence, and Silero's
+    state, settled into that quiet, hears onsets later: at 0.3, the soft "stop" after
+    3 s took up to 220 ms. The gap is a quiet room's noise, not digital silence."""
+    rng = np.random.default_rng(7)
+    quiet = (rng.standard_normal(3 * 16000 + 128) * 3e-4).astype(np.float32)
+    before = np.concatenate([clip("cmu_arctic_aew_a0003", lead_s=0.5), quiet])
+    before = before[: len(before) - len(before) % FRAME_SAMPLES]
+    speech = clip(name, lead_s=0.0)
+    onset = len(before) // FRAME_SAMPLES + int(audible_frames(speech)[0])
+    listener = Listener(make_classifier(2, silero=True), load_settings(env={}).vad)
+    audio = np.concatenate([before, speech])
+    paused = None
+    for i in range(len(audio) // FRAME_SAMPLES):
+        listener.feed(audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES])
+        if i * FRAME_SAMPLES >= len(before) and listener.onset_run >= PAUSE_FRAMES:
+            paused = i
+            break
+    assert paused is not None
+    assert (paused + 1 - onset) * FRAME_MS <= 150
+
+
 @pytest.mark.parametrize("name", NOISES)
 def test_the_hair_trigger_does_not_fire_on_these_noises_from_a_quiet_start(name: str) -> None:
     """In a session, where Silero's 32 ms windows fall differently, a phone rub and

@@ -136,3 +136,45 @@ def test_a_forced_trim_of_a_monologue_does_not_repeat_words() -> None:
     words = final.text.split()
     assert len(words) == len(set(words))
     assert len(words) >= blocks - 3  # at most a word or two lost at each forced cut
+
+
+class CountsFreshOnsets(LoudIsSpeech):
+    def __init__(self) -> None:
+        self.fresh: list[int] = []
+        self.resets = 0
+        self.frames = 0
+
+    def is_speech(self, frame: np.ndarray) -> bool:
+        self.frames += 1
+        return super().is_speech(frame)
+
+    def fresh_onset(self) -> None:
+        self.fresh.append(self.frames)
+
+    def reset(self) -> None:
+        self.resets += 1
+
+
+def test_the_hair_trigger_starts_fresh_after_each_utterance_ends() -> None:
+    """Silero's state, settled into the quiet after speech, hears the next onset late
+    (see tests/component/test_speech_edges.py): the hair trigger restarts once per
+    end, not in a pause; the speech decisions keep their state."""
+    classifier = CountsFreshOnsets()
+    listener = Listener(classifier, EndpointConfig(end_silence_ms=600), ListenConfig())
+    audio = np.concatenate(
+        [
+            silence(0.5),
+            speech(1.0),
+            silence(0.4),
+            speech(1.0),
+            silence(1.5),
+            speech(0.6),
+            silence(1.0),
+        ]
+    )
+    ends = [
+        e for e in listen_virtual(listener, OneWordPer200ms(), audio) if isinstance(e, SpeechEnd)
+    ]
+    assert len(ends) == 2
+    assert classifier.fresh == [round(e.audio_ms / 20) for e in ends]
+    assert classifier.resets == 0

@@ -33,7 +33,7 @@ from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.agreement import LocalAgreement, drop_overlap, normalize_word, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
-from voice.listen.vad import FrameClassifier, close_classifier, onset_heard
+from voice.listen.vad import FrameClassifier, close_classifier, fresh_onset, onset_heard
 from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
 
 Float32Array = npt.NDArray[np.float32]
@@ -235,6 +235,8 @@ class Listener:
             events.append(self._start(change))
         elif isinstance(change, Ended) and current is not None:
             events.extend(self._end(current))
+        if isinstance(change, Ended):
+            fresh_onset(self.classifier)  # the next barge-in is heard as soon as the first
         return events
 
     def _start(self, started: Started) -> SpeechStart:
