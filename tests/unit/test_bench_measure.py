@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from voice.bench.conversation import _measure, new_counts
+from voice.bench.conversation import _measure, _recognition_under_load, new_counts
 from voice.transports.simulate import ScriptTurn
 
 RATE = 16000
@@ -81,3 +81,18 @@ def test_noise_over_a_reply_counts_its_pauses_and_kills_apart() -> None:
     assert c["false_barge_in_trials"] == 1 and c["false_barge_ins"] == 0
     # Two pauses while the noise played; the one after it is not the noise's.
     assert (c["noise_trials"], c["noise_trials_paused"], c["noise_pauses"]) == (1, 1, 2)
+
+
+def test_first_words_over_a_reply_count_speech_not_the_noise_scripts_inventions() -> None:
+    def over_a_reply(conversation: str, words_after_ms: float) -> list[dict[str, Any]]:
+        said = [
+            {"type": "reply_start", "audio_ms": 1000},
+            {"type": "speech_start", "audio_ms": 1600, "start_ms": 1500, "utterance_id": 2},
+            {"type": "partial", "audio_ms": 1500 + words_after_ms, "text": "Stop.",
+             "utterance_id": 2},
+        ]  # fmt: skip
+        return [{**e, "conversation": conversation} for e in said]
+
+    events = over_a_reply("barge_in-stop", 300) + over_a_reply("noise-jazz", 3800)
+    assert _recognition_under_load(events)["first_words_over_a_reply_ms"]["n"] == 1
+    assert _recognition_under_load(events)["first_words_over_a_reply_ms"]["p50"] == 300

@@ -140,7 +140,8 @@ def _mode_settings(settings: Settings, mode: str) -> Settings:
 
 def _recognition_under_load(events: list[dict[str, Any]]) -> dict[str, Any]:
     """Whether recognition keeps its pace while the LLM and the voice work: final
-    transcript after the endpoint, and first words of speech over a reply."""
+    transcript after the endpoint, and first words of speech over a reply (not of the
+    noise scripts, where "words" are Whisper's inventions, seconds into music)."""
     ends: dict[tuple[str, int], float] = {}
     starts: dict[tuple[str, int], float] = {}
     final_after_end, first_partial_over_reply = [], []
@@ -152,7 +153,7 @@ def _recognition_under_load(events: list[dict[str, Any]]) -> dict[str, Any]:
             ends[key] = e["audio_ms"]
         elif kind == "final" and key in ends:
             final_after_end.append(e["audio_ms"] - ends.pop(key))
-        elif kind == "speech_start" and replying.get(key[0]):
+        elif kind == "speech_start" and replying.get(key[0]) and not key[0].startswith("noise-"):
             starts[key] = e["start_ms"]
         elif kind == "partial" and key in starts and e["text"].strip():
             first_partial_over_reply.append(e["audio_ms"] - starts.pop(key))
