@@ -58,7 +58,7 @@ class TurnConfig:
 
     complete_silence_ms: int = 500  # the words look like a finished turn
     incomplete_silence_ms: int = 1200  # a filler, conjunction or unfinished phrase
-    numbers_silence_ms: int = 800  # only numbers so far: a phone number, a code, counting
+    numbers_silence_ms: int = 800  # numbers read out: a phone number, a code, counting
     use_text: bool = True
     # The LLM's end-of-turn probability: off by default, measured not to pay on the
     # corpus (voice bench conversation: p50 660 vs 570 ms text only, cut-ins alike).

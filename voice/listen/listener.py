@@ -236,7 +236,7 @@ class Listener:
         elif isinstance(change, Ended) and current is not None:
             events.extend(self._end(current))
         if isinstance(change, Ended):
-            fresh_onset(self.classifier)  # the next barge-in is heard as soon as the first
+            fresh_onset(self.classifier)  # a barge-in after seconds of quiet is heard as soon
         return events
 
     def _start(self, started: Started) -> SpeechStart:

@@ -69,9 +69,10 @@ class SileroVad:
     windows but started afresh when an utterance ends (:meth:`fresh_onset`).
     Silero's recurrent state, carried on from the speech and settled into the
     quiet after it, hears the next onset late: a soft "stop" 1-3 s after a turn
-    reached 0.3 in 140-400 ms depending on the voice before it, and 120 ms from a
-    fresh state. Resetting the one model instead made the next utterance's start
-    (at 0.5) 20-120 ms later. The onset is heard when either model hears it.
+    paused a reply 140-400 ms after its first sound at 0.3, depending on the voice
+    before it (100-380 at 0.2); with a fresh state at 0.2, 80-120 ms. Resetting the
+    one model instead made the next utterance's start (at 0.5) 20-120 ms later. The
+    onset is heard when either model hears it.
     """
 
     def __init__(self, threshold: float = 0.5, onset_threshold: float = 0.2) -> None:
@@ -124,7 +125,7 @@ class SileroVad:
         self.onset = False
 
     def close(self) -> None:
-        """Free the native model (its own onnxruntime session, ~0.4 MB) now. Left to
+        """Free the native models (each its own onnxruntime session, ~0.4 MB) now. Left to
         ``__del__``, a closed conversation caught in a reference cycle kept it until
         Python's next full collection: a server's heap grew by it every connection."""
         self._model = self._onset_model = None
