@@ -111,13 +111,21 @@ def test_noise_after_the_words_does_not_hold_the_end(name: str) -> None:
 
 
 def first_pause_frame(name: str, onset: bool) -> int | None:
-    """The frame at which a reply would pause: 80 ms of the hair trigger (``onset``)
-    or of speech both VADs agree on."""
-    listener = Listener(make_classifier(2, silero=True), load_settings(env={}).vad)
+    """The frame at which a reply would pause: 80 ms of the hair trigger (``onset``,
+    as the listener runs it) or of speech both VADs agree on."""
     audio = clip(name, lead_s=0.5)
-    for i in range(len(audio) // FRAME_SAMPLES):
-        listener.feed(audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES])
-        run = listener.onset_run if onset else listener.voiced_run
+    count = len(audio) // FRAME_SAMPLES
+    frames = [audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES] for i in range(count)]
+    if onset:
+        listener = Listener(make_classifier(2, silero=True), load_settings(env={}).vad)
+        for i, frame in enumerate(frames):
+            listener.feed(frame)
+            if listener.onset_run >= PAUSE_FRAMES:
+                return i
+        return None
+    classifier, run = make_classifier(2, silero=True), 0
+    for i, frame in enumerate(frames):
+        run = run + 1 if classifier.is_speech(float_to_pcm16(frame)) else 0
         if run >= PAUSE_FRAMES:
             return i
     return None

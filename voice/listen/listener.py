@@ -142,7 +142,6 @@ class Listener:
         self._next_request_id = 1
         self._in_flight: TranscribeRequest | None = None
         self._before_in_flight: tuple[_Utterance, int] | None = None  # for take_back
-        self.voiced_run = 0  # consecutive voiced frames up to now
         self.onset_run = 0  # consecutive frames the classifier's hair trigger heard (barge-in)
 
     # -- helpers -------------------------------------------------------------------------
@@ -220,7 +219,6 @@ class Listener:
     def _frame(self, frame: Float32Array) -> list[Event]:
         events: list[Event] = []
         voiced = self.classifier.is_speech(float_to_pcm16(frame))
-        self.voiced_run = self.voiced_run + 1 if voiced else 0
         self.onset_run = self.onset_run + 1 if onset_heard(self.classifier, voiced) else 0
         self.sample += FRAME_SAMPLES
         change = self.endpointer.push(voiced, level_db(frame))
@@ -235,8 +233,6 @@ class Listener:
             events.append(self._start(change))
         elif isinstance(change, Ended) and current is not None:
             events.extend(self._end(current))
-        if isinstance(change, Ended):
-            fresh_onset(self.classifier)  # a barge-in after seconds of quiet is heard as soon
         return events
 
     def _start(self, started: Started) -> SpeechStart:
@@ -260,6 +256,7 @@ class Listener:
 
     def _end(self, utt: _Utterance) -> list[Event]:
         utt.ended_at = self.sample
+        fresh_onset(self.classifier)  # a barge-in after seconds of quiet is heard as soon
         events: list[Event] = [
             SpeechEnd(
                 audio_ms=self.now_ms,
