@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import voice.transports.desk as desk
+from voice.conversation.actions import Play
 
 
 class Stream:
@@ -73,3 +74,78 @@ def test_the_echo_reference_does_not_lag_without_bound() -> None:
     assert reference.take(320)[0] == oldest_kept  # the newest were kept
     reference.take(desk.MAX_REFERENCE_LAG)
     assert not reference.take(320).any()  # a shortfall is silence
+
+
+def steady(reference: desk.PlayedReference, frames: int, level: float = 0.0) -> list[int]:
+    """Play and take ``frames`` frames (played two at a time, as PulseAudio's callback
+    does); the backlog after each take."""
+    left = []
+    for k in range(frames):
+        if k % 2 == 0:
+            reference.add(np.full(640, level, np.float32))
+        reference.take(320)
+        left.append(reference.buffered)
+    return left
+
+
+def test_a_backlog_from_a_slow_start_is_dropped_in_quiet() -> None:
+    """The speaker ran 10 frames before the mic's first: that backlog would put every
+    reference 200 ms behind where it was; after a quiet second it is gone."""
+    reference = desk.PlayedReference()
+    reference.add(np.zeros(10 * 320, np.float32))
+    before = steady(reference, desk.TRIM_WINDOW - 2)
+    assert min(before) >= 9 * 320 and reference.trimmed == 0  # not judged before a second
+    after = steady(reference, 100)
+    assert reference.trimmed > 0
+    assert max(after[-50:]) <= 2 * desk.REFERENCE_SLACK  # the floor, and no shortfall
+    assert min(after[-50:]) >= 0
+
+
+def test_the_reference_is_not_realigned_while_the_speaker_plays() -> None:
+    reference = desk.PlayedReference()
+    reference.add(np.full(10 * 320, 0.1, np.float32))
+    steady(reference, 200, level=0.1)
+    assert reference.trimmed == 0
+
+
+def test_a_late_speaker_callback_is_waited_for_not_filled_with_silence(
+    audio: desk.DeskAudio,
+) -> None:
+    """Filling a late reference with silence would shift all later references."""
+    block = np.zeros((320, 1), np.float32)
+    with audio:
+        frames = audio.frames(lambda: True)
+        audio._on_output(block, 320, None, None)
+        audio._on_input(block, 320, None, None)
+        assert not next(frames)[1].any()  # the first frame's reference: silence played
+        audio._on_input(block, 320, None, None)
+        audio.speaker.act(Play(1, 0, np.full(320, 0.5, np.float32)))
+        late = threading.Timer(0.02, audio._on_output, (block, 320, None, None))
+        late.start()
+        _, reference = next(frames)  # its reference comes 20 ms after the mic's block
+    assert np.allclose(reference, 0.5)
+
+
+def test_a_late_block_keeps_its_place_while_the_speaker_plays() -> None:
+    """Handing out silence for a late block must not shift every later reference."""
+    reference = desk.PlayedReference()
+    reference.add(np.arange(1, 641, dtype=np.float32))
+    reference.take(320)
+    reference.take(320)
+    assert not reference.take(320).any()  # samples 641-960 are late: silence for now
+    reference.add(np.arange(641, 1281, dtype=np.float32))  # they come, with the next
+    assert reference.take(320)[0] == 961  # the next frame gets what it would have
+
+
+def test_once_the_speaker_has_played_the_alignment_is_final() -> None:
+    """The canceller keeps its filter from reply to reply: a realignment in a quiet
+    spell would leak the next reply's echo."""
+    reference = desk.PlayedReference()
+    reference.add(np.full(320, 0.1, np.float32))
+    reference.take(320)  # a reply (a greeting) played
+    reference.add(np.zeros(10 * 320, np.float32))
+    steady(reference, 3 * desk.TRIM_WINDOW)
+    assert reference.trimmed == 0
+    reference.take(20 * 320)  # short for good, in quiet
+    reference.add(np.arange(1, 641, dtype=np.float32))
+    assert not reference.take(320).any()  # still skipped: the alignment is kept

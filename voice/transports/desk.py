@@ -16,6 +16,7 @@ import queue
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,10 @@ Float32Array = npt.NDArray[np.float32]
 BLOCK_MS = 20
 NO_INPUT_S = 3.0  # no microphone block this long while streaming: the device is gone
 MAX_REFERENCE_LAG = SAMPLE_RATE // 4  # played audio buffered beyond this is clock drift
+TRIM_WINDOW = 50  # mic frames (1 s) over which the reference backlog's floor is judged
+REFERENCE_SLACK = SAMPLE_RATE // 50  # reference kept beyond that floor: 20 ms of jitter
+SILENCE = 1e-4  # played samples below this are silence
+REFERENCE_WAIT_S = 0.06  # how long a mic frame waits for its reference from a late speaker
 
 
 class DeviceError(VoiceError):
@@ -232,30 +237,96 @@ class DeskAudio:
                 reference.add(ref_rs.process(self.speaker.reference.get()))
             while len(mic_buf) >= FRAME_SAMPLES:
                 frame, mic_buf = mic_buf[:FRAME_SAMPLES], mic_buf[FRAME_SAMPLES:]
+                self._await_reference(reference, ref_rs)
                 yield frame, reference.take(FRAME_SAMPLES)
+
+    def _await_reference(self, reference: PlayedReference, ref_rs: Resampler) -> None:
+        """Give a late output callback a moment before the frame's reference runs short.
+
+        Under load the output thread can run late; filling the gap with silence would
+        shift every later frame's reference against its echo, and the canceller would
+        have to start over. The wait only happens when the microphone is not behind
+        (its queue is empty): a mic clock faster than the speaker's also runs the
+        reference short, and that must stay a shortfall, not a growing delay."""
+        deadline = time.monotonic() + REFERENCE_WAIT_S
+        while reference.buffered < FRAME_SAMPLES and self._mic.empty():
+            left = deadline - time.monotonic()
+            try:
+                played = self.speaker.reference.get(timeout=left) if left > 0 else None
+            except queue.Empty:
+                played = None
+            if played is None:
+                return
+            reference.add(ref_rs.process(played))
 
 
 class PlayedReference:
     """What the speaker played (16 kHz), handed out a frame per microphone frame as the
-    echo canceller's reference. Two devices run on two clocks, so the played signal
-    drifts against the mic's: beyond ``MAX_REFERENCE_LAG`` only the newest is kept (the
-    reference stays near the echo), and a shortfall is silence."""
+    echo canceller's reference.
+
+    The canceller can only remove an echo whose reference it was given first, and its
+    filter is fitted to one alignment, sample for sample. Pairing is by count, so how
+    far the reference leads its echo is set by how much played audio waits here
+    unpaired, and that depends on how long the speaker ran before the microphone's
+    first block: on a loaded machine a slow start left the reference behind its own
+    echo, nothing was cancelled, and the assistant took its voice for the user's.
+
+    So the backlog is brought to its floor before the speaker first plays: once
+    ``TRIM_WINDOW`` frames have gone by, if even the lowest backlog in that time is
+    over twice ``REFERENCE_SLACK``, the (silent) excess is dropped down to
+    ``REFERENCE_SLACK``. Each mic frame then gets the newest played audio it can
+    without running dry, and the lead is the devices' own buffering, never a start-up
+    accident. It is never realigned after that, not even in a quiet spell: the
+    canceller keeps its filter between replies, and a reply after a shift of 4 ms
+    leaked its echo for seconds.
+
+    For the same reason a shortfall (the output callback ran late) is silence for
+    that frame, but the alignment is kept: as much of the late audio, when it comes,
+    is skipped. Filling 6 ms with silence and moving on shifted every later reference
+    by 6 ms, and the canceller let the echo through for three seconds.
+    (``DeskAudio.frames`` also waits a little for a late callback when it can.)
+
+    Two devices run on two clocks, so the played signal drifts against the mic's; the
+    canceller follows a slow drift of the delay itself. Played audio piling up beyond
+    ``MAX_REFERENCE_LAG`` is drift too: only the newest is kept."""
 
     def __init__(self) -> None:
         self._buffer = np.zeros(0, dtype=np.float32)
+        self._left: deque[int] = deque(maxlen=TRIM_WINDOW)  # backlog after each take
+        self._played = False  # the speaker has played: the alignment is final
+        self._owed = 0  # samples handed out as silence for a late callback, to skip
+        self.trimmed = 0  # samples dropped to keep the lead (a figure for diagnosis)
 
     @property
     def buffered(self) -> int:
         return len(self._buffer)
 
     def add(self, played: Float32Array) -> None:
-        self._buffer = np.concatenate([self._buffer, played])[-MAX_REFERENCE_LAG:]
+        skip = min(self._owed, len(played))
+        self._owed -= skip
+        self._buffer = np.concatenate([self._buffer, played[skip:]])[-MAX_REFERENCE_LAG:]
 
     def take(self, n: int) -> Float32Array:
         out, self._buffer = self._buffer[:n], self._buffer[n:]
         if len(out) < n:
+            self._owed = min(self._owed + n - len(out), MAX_REFERENCE_LAG)
             out = np.concatenate([out, np.zeros(n - len(out), np.float32)])
+        self._left.append(len(self._buffer))
+        self._played = self._played or bool(np.abs(out).max(initial=0.0) >= SILENCE)
+        self._keep_the_lead()
         return out
+
+    def _keep_the_lead(self) -> None:
+        if self._played or len(self._left) < TRIM_WINDOW:
+            return
+        if min(self._left) <= 2 * REFERENCE_SLACK:
+            return
+        excess = min(self._left) - REFERENCE_SLACK
+        if np.abs(self._buffer[:excess]).max() >= SILENCE:
+            return  # the first reply is in what would go: too late to align
+        self._buffer = self._buffer[excess:]
+        self.trimmed += excess
+        self._left.clear()  # levels from before the trim no longer apply
 
 
 @dataclass
