@@ -322,6 +322,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=3.0,
         help="soak: how long each N runs; hostile: minutes of speech (default 3)",
     )
+    p.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="desk: N processes keep a core busy each during the device trials",
+    )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")
     p.add_argument("--json", action="store_true", help="machine-readable output")
