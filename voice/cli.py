@@ -328,6 +328,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="desk: N processes keep a core busy each during the device trials",
     )
+    p.add_argument(
+        "--starts",
+        type=int,
+        default=3,
+        help="desk: fresh voice listen starts for the echo trials, a reply each (default 3)",
+    )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -40,7 +40,7 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     elif args.what == "desk":
         from voice.bench.desk import bench_desk
 
-        report = bench_desk(load_corpus(args.corpus), busy=args.busy)
+        report = bench_desk(load_corpus(args.corpus), busy=args.busy, starts=args.starts)
     elif args.what == "serve":
         from voice.bench.serve import bench_serve
 

@@ -70,18 +70,19 @@ def _more(listening: ListenProcess, kind: str, than: int) -> bool:
     return len(listening.of(kind)) > than
 
 
-def _echo_trials(rig: PulseRig, mode: str, wavs: dict[str, Path]) -> dict[str, Any]:
-    """Each opener's reply from a fresh ``voice listen``: how well the echo is cancelled
-    depends on how the two streams started (see ``PlayedReference``), so every reply
-    is a new start."""
-    starts = [_echo_start(rig, mode, wavs[opener]) for opener in OPENERS]
+def _echo_trials(rig: PulseRig, mode: str, wavs: dict[str, Path], starts: int) -> dict[str, Any]:
+    """``starts`` replies to the openers in turn, each from a fresh ``voice listen``:
+    how well the echo is cancelled depends on how the two streams started (see
+    ``PlayedReference``), so every reply is a new start."""
+    runs = [_echo_start(rig, mode, wavs[OPENERS[k % len(OPENERS)]]) for k in range(starts)]
     report: dict[str, Any] = {
-        key: sum(start[key] for start in starts)
+        key: sum(run[key] for run in runs)
         for key in ("replies", "interrupted_itself", "paused_itself")
     }
+    report["starts_that_interrupted_themselves"] = sum(bool(r["interrupted_itself"]) for r in runs)
     for key in ("echo_dbfs", "after_cancellation_dbfs"):
-        report[key] = [start[key] for start in starts]
-    values = [v for start in starts for v in start["voice_to_voice"]]
+        report[key] = [run[key] for run in runs]
+    values = [v for run in runs for v in run["voice_to_voice"]]
     report["voice_to_voice_ms"] = p50_p95(values)
     return report
 
@@ -231,10 +232,13 @@ def compare_cancellers(clips: list[Clip]) -> dict[str, Any]:
     return report
 
 
-def bench_desk(clips: list[Clip], busy: int = 0) -> dict[str, Any]:
+def bench_desk(clips: list[Clip], busy: int = 0, starts: int = len(OPENERS)) -> dict[str, Any]:
     """``busy``: that many processes spin on a core each during the device trials, the
-    load under which CI once saw the reply interrupt itself (a misaligned reference)."""
-    report: dict[str, Any] = {"cancellers_offline": compare_cancellers(clips), "busy": busy}
+    load under which CI once saw the reply interrupt itself (a misaligned reference);
+    ``starts``: fresh ``voice listen`` starts for the echo trials, a reply each."""
+    report: dict[str, Any] = {
+        "cancellers_offline": compare_cancellers(clips), "busy": busy, "starts": starts,
+    }  # fmt: skip
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -244,7 +248,7 @@ def bench_desk(clips: list[Clip], busy: int = 0) -> dict[str, Any]:
                 rig.loop_speaker_into_mic()
                 for mode in ("cancel", "headset"):
                     report[mode] = {
-                        "echo": _echo_trials(rig, mode, wavs),
+                        "echo": _echo_trials(rig, mode, wavs, starts),
                         "barge_in": _barge_trials(rig, mode, wavs),
                     }
             finally:
