@@ -6,8 +6,11 @@ speakers up. For each echo mode (``cancel`` and ``headset``, which cancels
 nothing), corpus speech is played into the microphone and what happens is
 counted:
 
-- echo: each opener's full reply plays; how loud its echo is in the microphone,
-  before and after cancellation, and whether the assistant interrupted itself;
+- echo: an opener's full reply plays, from a fresh ``voice listen`` and a fresh
+  loopback each time (``--starts``, 3 by default); how loud its echo is in the
+  microphone, before and after cancellation, and whether the assistant interrupted
+  itself. ``--busy N`` keeps N cores spinning meanwhile: under load, how the two
+  streams start decides whether the echo reference leads its echo;
 - barge-in: one second into each reply, the user speaks over it (a sentence at
   a normal level, and a quiet "stop"); a success is an interruption that came
   after the user started and none before.
