@@ -251,11 +251,11 @@ class DeskAudio:
         deadline = time.monotonic() + REFERENCE_WAIT_S
         while reference.buffered < FRAME_SAMPLES and self._mic.empty():
             left = deadline - time.monotonic()
+            if left <= 0:
+                return
             try:
-                played = self.speaker.reference.get(timeout=left) if left > 0 else None
+                played = self.speaker.reference.get(timeout=left)
             except queue.Empty:
-                played = None
-            if played is None:
                 return
             reference.add(ref_rs.process(played))
 
@@ -311,9 +311,10 @@ class PlayedReference:
         if len(out) < n:
             self._owed = min(self._owed + n - len(out), MAX_REFERENCE_LAG)
             out = np.concatenate([out, np.zeros(n - len(out), np.float32)])
-        self._left.append(len(self._buffer))
-        self._played = self._played or bool(np.abs(out).max(initial=0.0) >= SILENCE)
-        self._keep_the_lead()
+        if not self._played:  # until the first reply plays, the alignment may still move
+            self._played = bool(np.abs(out).max(initial=0.0) >= SILENCE)
+            self._left.append(len(self._buffer))
+            self._keep_the_lead()
         return out
 
     def _keep_the_lead(self) -> None:
