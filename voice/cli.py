@@ -331,8 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--starts",
         type=int,
-        default=3,
-        help="desk: fresh voice listen starts for the echo trials, a reply each (default 3)",
+        help="desk: fresh voice listen starts for the echo trials, a reply each "
+        "(default: one per opener)",
     )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")

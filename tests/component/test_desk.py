@@ -42,7 +42,7 @@ def wav(tmp_path: Path, name: str, lead_s: float = 0.5, tail_s: float = 0.5) -> 
 
 def story(listening: ListenProcess) -> str:
     """What happened, short enough to survive pytest's report: turn-taking events with
-    their audio times and texts, and the echo figures ``voice listen`` printed."""
+    their audio times and texts, and the echo and xrun figures ``voice listen`` printed."""
     kinds = ("speech_start", "speech_end", "final", "reply_start", "playback_start",
              "paused", "resumed", "interrupted", "reply_end")  # fmt: skip
     lines = [
@@ -50,7 +50,8 @@ def story(listening: ListenProcess) -> str:
         for e in listening.events
         if e["type"] in kinds
     ]
-    return "\n".join(lines + [line.strip() for line in listening.errors if "echo:" in line])
+    figures = [line.strip() for line in listening.errors]
+    return "\n".join(lines + [line for line in figures if line.startswith(("echo:", "devices:"))])
 
 
 def loud_seconds(audio: np.ndarray) -> float:
@@ -155,6 +156,7 @@ def test_on_speakers_the_user_still_barges_in_through_the_echo(
         rig.pactl("unload-module", loop)
     assert listening.of("interrupted"), listening.events
     assert "after cancellation" in err  # the echo figures are reported on exit
+    assert "\ndevices: " in err  # and the devices' xruns (or that there were none)
 
 
 def test_a_sound_server_that_goes_away_mid_run_is_a_clear_message(tmp_path: Path) -> None:

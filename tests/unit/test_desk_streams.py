@@ -149,3 +149,14 @@ def test_once_the_speaker_has_played_the_alignment_is_final() -> None:
     reference.take(20 * 320)  # short for good, in quiet
     reference.add(np.arange(1, 641, dtype=np.float32))
     assert not reference.take(320).any()  # still skipped: the alignment is kept
+
+
+def test_xruns_are_counted_by_kind_and_reported(audio: desk.DeskAudio) -> None:
+    assert "no overflows or underflows" in audio.problems_summary()
+    block = np.zeros((320, 1), np.float32)
+    audio._on_input(block, 320, None, "input overflow")
+    audio._on_input(block, 320, None, "input overflow")
+    audio._on_output(block, 320, None, "output underflow, priming output")
+    summary = audio.problems_summary()
+    assert summary.startswith("devices: 2 x input overflow, 1 x output underflow, 1 x priming")
+    assert "echo" in summary  # says why it matters

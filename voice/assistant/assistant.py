@@ -297,11 +297,13 @@ class Assistant:
         view: Any = None,
         stop: threading.Event | None = None,
         ready: Callable[[str], None] | None = None,
+        closed: Callable[[str], None] | None = None,
     ) -> None:
         """Talk through the sound card (PortAudio via sounddevice) until ``stop`` is set
         or Ctrl-C; ``view`` (optional) is told what the user has heard
         (``view.played(reply_id, samples)``, see :class:`TerminalView`); ``ready`` is
-        called with the devices' rates once they are open."""
+        called with the devices' rates once they are open, ``closed`` with a line on
+        the devices' overflows and underflows when the session ends."""
         from voice.transports.desk import DeskAudio, pick_device
         from voice.transports.playback import PlayedLedger
 
@@ -315,15 +317,19 @@ class Assistant:
             if ready is not None:
                 ready(f"{audio.in_rate} Hz in, {audio.out_rate} Hz out")
             speaker = audio.speaker
-            for mic, reference in audio.frames(lambda: not stop.is_set()):
-                played = {r: ledger.to16(r, n) for r, n in speaker.moved().items()}
-                for action in self.feed(mic, reference, played):
-                    queued = speaker.act(action)
-                    if isinstance(action, Play):
-                        ledger.queued(action.reply_id, len(action.audio), queued)
-                if view is not None:
-                    for reply_id, samples in played.items():
-                        view.played(reply_id, samples)
+            try:
+                for mic, reference in audio.frames(lambda: not stop.is_set()):
+                    played = {r: ledger.to16(r, n) for r, n in speaker.moved().items()}
+                    for action in self.feed(mic, reference, played):
+                        queued = speaker.act(action)
+                        if isinstance(action, Play):
+                            ledger.queued(action.reply_id, len(action.audio), queued)
+                    if view is not None:
+                        for reply_id, samples in played.items():
+                            view.played(reply_id, samples)
+            finally:
+                if closed is not None:
+                    closed(audio.problems_summary())
 
     # -- events ------------------------------------------------------------------------------
 

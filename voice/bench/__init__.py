@@ -40,7 +40,8 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     elif args.what == "desk":
         from voice.bench.desk import bench_desk
 
-        report = bench_desk(load_corpus(args.corpus), busy=args.busy, starts=args.starts)
+        starts = {"starts": args.starts} if args.starts is not None else {}
+        report = bench_desk(load_corpus(args.corpus), busy=args.busy, **starts)
     elif args.what == "serve":
         from voice.bench.serve import bench_serve
 

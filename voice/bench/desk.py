@@ -50,6 +50,7 @@ OPENERS = ("ljspeech_LJ001-0008", "cmu_arctic_axb_a0004", "cmu_arctic_aew_a0003"
 BARGES = ("cmu_arctic_axb_a0005", "speechcommands_stop_6a27a9bf")
 ENV = {"VOICE_LLM_TEMPERATURE": "0", "VOICE_LLM_MAX_REPLY_TOKENS": "60"}
 SUMMARY = re.compile(r"microphone (-?[\d.]+) dBFS as heard, (-?[\d.]+) dBFS after")
+DEVICES = re.compile(r"^devices: (.*?)(?: \(audio was lost|$)", re.M)
 
 
 def _wavs(clips: list[Clip], folder: Path) -> dict[str, Path]:
@@ -83,7 +84,7 @@ def _echo_trials(rig: PulseRig, mode: str, wavs: dict[str, Path], starts: int) -
         for key in ("replies", "interrupted_itself", "paused_itself")
     }
     report["starts_that_interrupted_themselves"] = sum(bool(r["interrupted_itself"]) for r in runs)
-    for key in ("echo_dbfs", "after_cancellation_dbfs"):
+    for key in ("echo_dbfs", "after_cancellation_dbfs", "device_problems"):
         report[key] = [run[key] for run in runs]
     values = [v for run in runs for v in run["voice_to_voice"]]
     report["voice_to_voice_ms"] = p50_p95(values)
@@ -106,6 +107,7 @@ def _echo_start(rig: PulseRig, mode: str, wav: Path) -> dict[str, Any]:
     finally:
         rig.pactl("unload-module", loop)
     match = SUMMARY.search(err)
+    devices = DEVICES.search(err)
     return {
         "voice_to_voice": _v2v_values(listening),
         "replies": len(listening.of("reply_end")),
@@ -113,6 +115,7 @@ def _echo_start(rig: PulseRig, mode: str, wav: Path) -> dict[str, Any]:
         "paused_itself": len(listening.of("paused")),
         "echo_dbfs": float(match.group(1)) if match else None,
         "after_cancellation_dbfs": float(match.group(2)) if match else None,
+        "device_problems": devices.group(1) if devices else None,  # xruns, as listen says
     }
 
 

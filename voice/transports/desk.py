@@ -16,7 +16,7 @@ import queue
 import sys
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -162,7 +162,10 @@ class DeskAudio:
         self.speaker = Speaker(self.out_rate)
         self._mic: queue.SimpleQueue[Float32Array] = queue.SimpleQueue()
         self._last_output = time.monotonic()  # the output callback runs even in silence
-        self.problems: list[str] = []  # xruns and the like, reported by the callbacks
+        # Xruns and the like, as the callbacks report them, counted by kind: an input
+        # overflow loses microphone samples, which shifts the echo reference against
+        # its echo (the one slip the alignment cannot undo), so it is worth showing.
+        self.problems: Counter[str] = Counter()
         try:
             self._in = self.sd.InputStream(
                 device=input_device, channels=1, samplerate=self.in_rate, dtype="float32",
@@ -180,16 +183,30 @@ class DeskAudio:
 
     def _on_input(self, indata: Any, frames: int, when: Any, status: Any) -> None:
         if status:
-            self.problems.append(str(status))
+            self._note(status)
         self._mic.put(np.array(indata[:, 0], dtype=np.float32))
 
     def _on_output(self, outdata: Any, frames: int, when: Any, status: Any) -> None:
         self._last_output = time.monotonic()
         if status:
-            self.problems.append(str(status))
+            self._note(status)
         block = np.zeros(frames, dtype=np.float32)
         self.speaker.fill(block)
         outdata[:, 0] = block
+
+    def _note(self, status: Any) -> None:
+        """Count a callback's status flags ("input overflow, output underflow")."""
+        self.problems.update(flag.strip() for flag in str(status).split(",") if flag.strip())
+
+    def problems_summary(self) -> str:
+        """One line for the end of a session: which xruns happened, how often."""
+        if not self.problems:
+            return "devices: no overflows or underflows"
+        counts = ", ".join(f"{n} x {kind}" for kind, n in sorted(self.problems.items()))
+        return (
+            f"devices: {counts} (audio was lost or late; a busy machine or a small "
+            "block size causes this, and it can make the reply hear its own echo)"
+        )
 
     def __enter__(self) -> DeskAudio:
         self._out.start()
@@ -372,11 +389,14 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
         print(f"Listening ({devices}, echo: {desk.echo}). Speak; Ctrl-C stops.",
               file=sys.stderr, flush=True)  # fmt: skip
 
+    devices: list[str] = []  # the overflow / underflow line, once the streams close
     try:
-        assistant.run_desk(input_device, output_device, view, stop, ready)
+        assistant.run_desk(input_device, output_device, view, stop, ready, devices.append)
     except KeyboardInterrupt:
         pass
     finally:
         view.close()
         print(meter.summary(), file=sys.stderr, flush=True)
+        for line in devices:
+            print(line, file=sys.stderr, flush=True)
     return 0
