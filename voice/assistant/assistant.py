@@ -58,6 +58,9 @@ from voice.serve.hub import HubSession
 from voice.transports.playback import PlaybackQueue
 
 log = logging.getLogger(__name__)
+# How long close() waits for the engine thread to stop an open generation: one LLM or
+# recognition step (tens of ms); a sentence being synthesised is aborted.
+CLOSE_WAIT_S = 2.0
 
 Float32Array = npt.NDArray[np.float32]
 Callback = Callable[[Event], None]
@@ -127,12 +130,19 @@ class Assistant:
         return self
 
     def close(self) -> None:
-        """Stop its work (a step running now is the last) and leave the engine thread."""
+        """Stop its work (a step running now is the last) and leave the engine thread.
+
+        Waits (up to ``CLOSE_WAIT_S``) for the engine thread to have stopped the open
+        generation: a program that exits straight after would otherwise have the
+        interpreter shut the model thread down under that close (a traceback on exit
+        of ``voice listen``, one run in three)."""
         if self._starts == 0:
             return
         self._starts -= 1
         if self._starts == 0:
             self.pool.scheduler.close(self._hub_session)
+            if not self._hub_session.finished.wait(CLOSE_WAIT_S):
+                log.warning("the engine thread did not finish closing the conversation")
 
     def _fresh_session(self) -> Session:
         old = self.session

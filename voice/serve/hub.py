@@ -101,6 +101,10 @@ class HubSession:
     served: int = 0
     closed_at: float | None = None
     last_job_end: float = 0.0
+    # Set once the engine thread has closed it (its generation stopped, its context
+    # back): a process about to exit waits for this, or the close races the
+    # interpreter's shutdown of the model thread.
+    finished: threading.Event = field(default_factory=threading.Event)
 
     def feed(self, frame: object) -> None:
         with self.lock:
@@ -303,13 +307,16 @@ class EngineHub:
         if not closing:
             return
         for hub_session in closing:
-            with hub_session.lock:
-                hub_session.lane.close()  # stops an open generation; frees the context
-                hub_session.session.close()
-                end = max(hub_session.last_job_end, hub_session.closed_at or 0.0)
-                self.cancel_ms.append((end - (hub_session.closed_at or end)) * 1000.0)
-            if hub_session.context is not None:
-                self._contexts.give_back(hub_session.context)
+            try:
+                with hub_session.lock:
+                    hub_session.lane.close()  # stops an open generation; frees the context
+                    hub_session.session.close()
+                    end = max(hub_session.last_job_end, hub_session.closed_at or 0.0)
+                    self.cancel_ms.append((end - (hub_session.closed_at or end)) * 1000.0)
+                if hub_session.context is not None:
+                    self._contexts.give_back(hub_session.context)
+            finally:
+                hub_session.finished.set()
         self._worked_since_trim = True  # what they used goes back to the system once idle
 
     def _pick(self) -> HubSession | None:
