@@ -153,6 +153,17 @@ def test_a_closed_session_runs_nothing_more_and_it_and_its_generation_are_closed
     assert len(hub.cancel_ms) == 1 and hub.stats()["sessions"] == 0
 
 
+def test_closing_a_session_twice_or_after_the_hub_stopped_does_not_leave_a_waiter_hanging() -> None:
+    hub = hub_for_tests()
+    with hub:
+        session = attach(hub, "once", [], [])
+        hub.close(session)
+        assert session.finished.wait(1.0)
+        hub.close(session)  # again: already done
+        left = attach(hub, "left", [], [])
+    assert left.finished.is_set()  # the hub stopped with it still open
+
+
 def test_sessions_beyond_the_maximum_are_refused() -> None:
     hub = hub_for_tests(max_sessions=1)
     attach(hub, "one", [], [])

@@ -178,6 +178,7 @@ class EngineHub:
         self._thread.join()
         for hub_session in self._sessions + self._closing:
             hub_session.lane.close()
+            hub_session.finished.set()
 
     def __enter__(self) -> EngineHub:
         return self.start()
@@ -282,6 +283,8 @@ class EngineHub:
         """Stop everything the session was doing; its running job (one step) is the last."""
         with self._lock:
             if hub_session.closed or hub_session not in self._sessions:
+                if hub_session not in self._closing:
+                    hub_session.finished.set()  # nothing is left for the engine thread
                 return
             hub_session.closed_at = time.perf_counter()
             self._sessions.remove(hub_session)
