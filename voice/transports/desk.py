@@ -28,6 +28,7 @@ from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.audio.resample import Resampler, resample
 from voice.conversation.actions import Play
 from voice.errors import VoiceError
+from voice.transports.clocks import StreamClock, clock_skew
 from voice.transports.playback import PlaybackQueue
 
 Float32Array = npt.NDArray[np.float32]
@@ -166,6 +167,9 @@ class DeskAudio:
         # overflow loses microphone samples, which shifts the echo reference against
         # its echo (the one slip the alignment cannot undo), so it is worth showing.
         self.problems: Counter[str] = Counter()
+        self.mic_clock = StreamClock(self.in_rate)  # their true rates, from block times
+        self.speaker_clock = StreamClock(self.out_rate)
+        self.reference = PlayedReference()
         try:
             self._in = self.sd.InputStream(
                 device=input_device, channels=1, samplerate=self.in_rate, dtype="float32",
@@ -182,12 +186,14 @@ class DeskAudio:
             ) from exc
 
     def _on_input(self, indata: Any, frames: int, when: Any, status: Any) -> None:
+        self.mic_clock.add(frames, time.monotonic())
         if status:
             self._note(status)
         self._mic.put(np.array(indata[:, 0], dtype=np.float32))
 
     def _on_output(self, outdata: Any, frames: int, when: Any, status: Any) -> None:
         self._last_output = time.monotonic()
+        self.speaker_clock.add(frames, self._last_output)
         if status:
             self._note(status)
         block = np.zeros(frames, dtype=np.float32)
@@ -199,13 +205,21 @@ class DeskAudio:
         self.problems.update(flag.strip() for flag in str(status).split(",") if flag.strip())
 
     def problems_summary(self) -> str:
-        """One line for the end of a session: which xruns happened, how often."""
+        """One line for the end of a session: the clocks' drift, which xruns happened
+        and how often."""
+        skew = clock_skew(self.mic_clock, self.speaker_clock)
+        drift = (
+            f"the speaker's clock ran {skew * 1e6:+.0f} ppm against the microphone's "
+            f"({self.reference.drift_corrected:+d} samples of reference made up)"
+            if self.speaker_clock.seconds_per_sample() is not None
+            else "the clocks were not watched long enough to compare"
+        )
         if not self.problems:
-            return "devices: no overflows or underflows"
+            return f"devices: {drift}; no overflows or underflows"
         counts = ", ".join(f"{n} x {kind}" for kind, n in sorted(self.problems.items()))
         return (
-            f"devices: {counts} (audio was lost or late; a busy machine or a small "
-            "block size causes this, and it can make the reply hear its own echo)"
+            f"devices: {drift}; {counts} (audio was lost or late; a busy machine or a "
+            "small block size causes this, and it can make the reply hear its own echo)"
         )
 
     def __enter__(self) -> DeskAudio:
@@ -227,7 +241,7 @@ class DeskAudio:
         mic_rs = Resampler(self.in_rate, SAMPLE_RATE)
         ref_rs = Resampler(self.out_rate, SAMPLE_RATE)
         mic_buf = np.zeros(0, dtype=np.float32)
-        reference = PlayedReference()
+        reference = self.reference
         last = time.monotonic()
         while running():
             try:
@@ -255,6 +269,7 @@ class DeskAudio:
             while len(mic_buf) >= FRAME_SAMPLES:
                 frame, mic_buf = mic_buf[:FRAME_SAMPLES], mic_buf[FRAME_SAMPLES:]
                 self._await_reference(reference, ref_rs)
+                reference.skew = clock_skew(self.mic_clock, self.speaker_clock)
                 yield frame, reference.take(FRAME_SAMPLES)
 
     def _await_reference(self, reference: PlayedReference, ref_rs: Resampler) -> None:
@@ -303,9 +318,12 @@ class PlayedReference:
     by 6 ms, and the canceller let the echo through for three seconds.
     (``DeskAudio.frames`` also waits a little for a late callback when it can.)
 
-    Two devices run on two clocks, so the played signal drifts against the mic's; the
-    canceller follows a slow drift of the delay itself. Played audio piling up beyond
-    ``MAX_REFERENCE_LAG`` is drift too: only the newest is kept."""
+    Two devices run on two clocks, so the played signal drifts against the mic's, and
+    the canceller does not follow even 50 ppm. ``skew`` (set from the devices'
+    measured rates, :func:`voice.transports.clocks.clock_skew`) is how many played
+    samples the speaker gains per microphone sample: a sample is dropped (or
+    repeated) each time that adds up to one, which keeps the echo path still. Played
+    audio piling up beyond ``MAX_REFERENCE_LAG`` all the same is kept newest first."""
 
     def __init__(self) -> None:
         self._buffer = np.zeros(0, dtype=np.float32)
@@ -313,6 +331,9 @@ class PlayedReference:
         self._played = False  # the speaker has played: the alignment is final
         self._owed = 0  # samples handed out as silence for a late callback, to skip
         self.trimmed = 0  # samples dropped to keep the lead (a figure for diagnosis)
+        self.skew = 0.0  # played samples gained per microphone sample (clock drift)
+        self._drift = 0.0  # drift not yet made up, in samples
+        self.drift_corrected = 0  # samples dropped (> 0) or repeated (< 0) for drift
 
     @property
     def buffered(self) -> int:
@@ -324,6 +345,19 @@ class PlayedReference:
         self._buffer = np.concatenate([self._buffer, played[skip:]])[-MAX_REFERENCE_LAG:]
 
     def take(self, n: int) -> Float32Array:
+        self._drift += n * self.skew
+        if self._drift >= 1.0 and len(self._buffer) > n:  # the speaker gained a sample
+            self._buffer = self._buffer[1:]
+            self._drift -= 1.0
+            self.drift_corrected += 1
+        elif self._drift <= -1.0 and n > 1:  # the microphone gained one: repeat a sample
+            self._drift += 1.0
+            self.drift_corrected -= 1
+            out = self._take(n - 1)
+            return np.concatenate([out, out[-1:]])
+        return self._take(n)
+
+    def _take(self, n: int) -> Float32Array:
         out, self._buffer = self._buffer[:n], self._buffer[n:]
         if len(out) < n:
             self._owed = min(self._owed + n - len(out), MAX_REFERENCE_LAG)
