@@ -152,12 +152,12 @@ def test_once_the_speaker_has_played_the_alignment_is_final() -> None:
 
 
 def test_xruns_are_counted_by_kind_and_reported(audio: desk.DeskAudio) -> None:
-    assert "no overflows or underflows" in audio.problems_summary()
+    assert "no overflows or underflows" in audio.devices_summary()
     block = np.zeros((320, 1), np.float32)
     audio._on_input(block, 320, None, "input overflow")
     audio._on_input(block, 320, None, "input overflow")
     audio._on_output(block, 320, None, "output underflow, priming output")
-    summary = audio.problems_summary()
+    summary = audio.devices_summary()
     assert summary.startswith("devices: ")
     assert "; 2 x input overflow, 1 x output underflow, 1 x priming output (" in summary
     assert "echo" in summary  # says why it matters
@@ -179,4 +179,4 @@ def test_the_devices_clocks_are_watched_and_their_drift_given_to_the_reference(
             if frames == 5:
                 break
     assert audio.reference.skew * 1e6 == pytest.approx(100, abs=10)
-    assert "clock ran +100 ppm against the microphone's" in audio.problems_summary()
+    assert "clock ran +100 ppm against the microphone's" in audio.devices_summary()

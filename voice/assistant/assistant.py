@@ -313,7 +313,7 @@ class Assistant:
         or Ctrl-C; ``view`` (optional) is told what the user has heard
         (``view.played(reply_id, samples)``, see :class:`TerminalView`); ``ready`` is
         called with the devices' rates once they are open, ``closed`` with a line on
-        the devices' overflows and underflows when the session ends."""
+        the devices (their clocks' drift, overflows, underflows) when the session ends."""
         from voice.transports.desk import DeskAudio, pick_device
         from voice.transports.playback import PlayedLedger
 
@@ -339,7 +339,7 @@ class Assistant:
                             view.played(reply_id, samples)
             finally:
                 if closed is not None:
-                    closed(audio.problems_summary())
+                    closed(audio.devices_summary())
 
     # -- events ------------------------------------------------------------------------------
 

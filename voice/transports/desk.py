@@ -204,14 +204,15 @@ class DeskAudio:
         """Count a callback's status flags ("input overflow, output underflow")."""
         self.problems.update(flag.strip() for flag in str(status).split(",") if flag.strip())
 
-    def problems_summary(self) -> str:
+    def devices_summary(self) -> str:
         """One line for the end of a session: the clocks' drift, which xruns happened
         and how often."""
+        watched = None not in (self.mic_clock.rate_error(), self.speaker_clock.rate_error())
         skew = clock_skew(self.mic_clock, self.speaker_clock)
         drift = (
             f"the speaker's clock ran {skew * 1e6:+.0f} ppm against the microphone's "
             f"({self.reference.drift_corrected:+d} samples of reference made up)"
-            if self.speaker_clock.seconds_per_sample() is not None
+            if watched
             else "the clocks were not watched long enough to compare"
         )
         if not self.problems:
@@ -323,7 +324,8 @@ class PlayedReference:
     measured rates, :func:`voice.transports.clocks.clock_skew`) is how many played
     samples the speaker gains per microphone sample: a sample is dropped (or
     repeated) each time that adds up to one, which keeps the echo path still. Played
-    audio piling up beyond ``MAX_REFERENCE_LAG`` all the same is kept newest first."""
+    audio that piles up beyond ``MAX_REFERENCE_LAG`` all the same is dropped, oldest
+    first."""
 
     def __init__(self) -> None:
         self._buffer = np.zeros(0, dtype=np.float32)
@@ -423,7 +425,7 @@ def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) ->
         print(f"Listening ({devices}, echo: {desk.echo}). Speak; Ctrl-C stops.",
               file=sys.stderr, flush=True)  # fmt: skip
 
-    devices: list[str] = []  # the overflow / underflow line, once the streams close
+    devices: list[str] = []  # the devices' line (drift, xruns), once the streams close
     try:
         assistant.run_desk(input_device, output_device, view, stop, ready, devices.append)
     except KeyboardInterrupt:
