@@ -12,8 +12,8 @@ import pytest
 import soxr
 from conftest import clip
 
-from voice.transports.clocks import StreamClock, clock_skew
 from voice.transports.desk import TRIM_WINDOW, PlayedReference
+from voice.transports.drift import EchoDrift
 from voice.transports.echo import WebRtcEchoCanceller
 
 BLOCK = 320  # 20 ms at 16 kHz, both streams
@@ -55,11 +55,9 @@ def test_the_echo_is_cancelled_however_late_the_microphone_started() -> None:
 
 def drifting_echo_left_db(ppm: float, correct: bool, seconds: float = 60.0) -> list[float]:
     """Residual echo (dB against the echo) of each of a minute's replies, when the
-    microphone's clock runs ``ppm`` slow against the speaker's (negative: fast). The
-    two streams' blocks arrive up to 4 ms late, and their arrival times feed the
-    clocks as ``DeskAudio``'s callbacks do; ``correct``: the reference is given the
-    measured skew, as ``DeskAudio.frames`` does."""
-    rng = np.random.default_rng(0)
+    microphone's clock runs ``ppm`` slow against the speaker's (negative: fast).
+    ``correct``: the drift is measured on the echo and made up in the reference, as
+    ``DeskAudio.frames`` does."""
     unit = np.concatenate([0.5 * clip("ljspeech_LJ001-0008", lead_s=0.0),
                            np.zeros(3 * 16000, np.float32)])  # fmt: skip
     played = np.concatenate(
@@ -71,20 +69,20 @@ def drifting_echo_left_db(ppm: float, correct: bool, seconds: float = 60.0) -> l
     slow = 1 + ppm * 1e-6  # speaker sample periods per microphone sample
     captured = soxr.resample(heard, 16000, 16000 / slow, quality="VHQ").astype(np.float32)
     reference, canceller = PlayedReference(), WebRtcEchoCanceller()
-    mic, speaker = StreamClock(16000), StreamClock(16000)
+    drift = EchoDrift()
     energy: dict[int, list[float]] = {}
     filled = 0  # speaker blocks (two at a time) handed over so far
     for block in range(len(captured) // BLOCK - INPUT_LATENCY - 2):
         now = ((block + 1 + INPUT_LATENCY) * BLOCK * slow) / 16000  # speaker seconds
         while filled * 2 * BLOCK <= now * 16000 and (filled + 1) * 2 * BLOCK <= len(played):
             reference.add(played[filled * 2 * BLOCK : (filled + 1) * 2 * BLOCK])
-            speaker.add(2 * BLOCK, filled * 2 * BLOCK / 16000 + rng.uniform(0, 0.004))
             filled += 1
-        mic.add(BLOCK, now + rng.uniform(0, 0.004))
-        if correct:
-            reference.skew = clock_skew(mic, speaker)
         echo = 0.5 * captured[block * BLOCK : (block + 1) * BLOCK]
-        left = canceller.process(echo, reference.take(BLOCK))
+        played_now = reference.take(BLOCK)
+        left = canceller.process(echo, played_now)
+        drift.feed(echo, played_now, reference.drift_corrected)
+        if correct:
+            reference.skew = drift.skew
         loud = np.abs(echo) > 0.01
         sums = energy.setdefault(int(block * BLOCK * slow // len(unit)), [0.0, 0.0, 0])
         sums[0] += float(np.sum(echo[loud] ** 2))
@@ -96,11 +94,11 @@ def drifting_echo_left_db(ppm: float, correct: bool, seconds: float = 60.0) -> l
 @pytest.mark.parametrize("ppm", [100, -100])
 def test_the_echo_stays_cancelled_when_the_devices_clocks_drift(ppm: int) -> None:
     corrected = drifting_echo_left_db(ppm, correct=True)
-    # The clocks are known after 10 s of blocks; from the replies after 20 s, none
-    # leaks. Uncorrected, WebRTC's canceller does not follow a drift of 100 ppm: its
-    # worst reply there is -15 to -20 dB.
-    settled = corrected[len(corrected) // 3 :]
+    # The drift is known once 8 replies' lags span 20 s; from the replies after 30 s,
+    # none leaks. Uncorrected, WebRTC's canceller does not follow a drift of 100 ppm:
+    # its worst reply there is -15 to -20 dB.
+    settled = corrected[len(corrected) // 2 :]
     assert max(settled) < -45, [round(v) for v in corrected]
     if ppm > 0:  # the same drift uncorrected, for comparison: the test is not trivial
-        raw = drifting_echo_left_db(ppm, correct=False)[len(corrected) // 3 :]
+        raw = drifting_echo_left_db(ppm, correct=False)[len(corrected) // 2 :]
         assert max(raw) > max(settled) + 15, ([round(v) for v in raw], settled)

@@ -28,7 +28,7 @@ from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.audio.resample import Resampler, resample
 from voice.conversation.actions import Play
 from voice.errors import VoiceError
-from voice.transports.clocks import StreamClock, clock_skew
+from voice.transports.drift import EchoDrift
 from voice.transports.playback import PlaybackQueue
 
 Float32Array = npt.NDArray[np.float32]
@@ -167,9 +167,8 @@ class DeskAudio:
         # overflow loses microphone samples, which shifts the echo reference against
         # its echo (the one slip the alignment cannot undo), so it is worth showing.
         self.problems: Counter[str] = Counter()
-        self.mic_clock = StreamClock(self.in_rate)  # their true rates, from block times
-        self.speaker_clock = StreamClock(self.out_rate)
         self.reference = PlayedReference()
+        self.drift = EchoDrift()  # the two clocks' drift, measured on the echo
         try:
             self._in = self.sd.InputStream(
                 device=input_device, channels=1, samplerate=self.in_rate, dtype="float32",
@@ -186,14 +185,12 @@ class DeskAudio:
             ) from exc
 
     def _on_input(self, indata: Any, frames: int, when: Any, status: Any) -> None:
-        self.mic_clock.add(frames, time.monotonic())
         if status:
             self._note(status)
         self._mic.put(np.array(indata[:, 0], dtype=np.float32))
 
     def _on_output(self, outdata: Any, frames: int, when: Any, status: Any) -> None:
         self._last_output = time.monotonic()
-        self.speaker_clock.add(frames, self._last_output)
         if status:
             self._note(status)
         block = np.zeros(frames, dtype=np.float32)
@@ -207,13 +204,12 @@ class DeskAudio:
     def devices_summary(self) -> str:
         """One line for the end of a session: the clocks' drift, which xruns happened
         and how often."""
-        watched = None not in (self.mic_clock.rate_error(), self.speaker_clock.rate_error())
-        skew = clock_skew(self.mic_clock, self.speaker_clock)
         drift = (
-            f"the speaker's clock ran {skew * 1e6:+.0f} ppm against the microphone's "
+            f"the speaker's clock ran {self.drift.skew * 1e6:+.0f} ppm against the "
+            f"microphone's, from {self.drift.lags} echo lags "
             f"({self.reference.drift_corrected:+d} samples of reference made up)"
-            if watched
-            else "the clocks were not watched long enough to compare"
+            if self.drift.known
+            else f"too little echo ({self.drift.lags} lags) to compare the clocks"
         )
         if not self.problems:
             return f"devices: {drift}; no overflows or underflows"
@@ -270,8 +266,10 @@ class DeskAudio:
             while len(mic_buf) >= FRAME_SAMPLES:
                 frame, mic_buf = mic_buf[:FRAME_SAMPLES], mic_buf[FRAME_SAMPLES:]
                 self._await_reference(reference, ref_rs)
-                reference.skew = clock_skew(self.mic_clock, self.speaker_clock)
-                yield frame, reference.take(FRAME_SAMPLES)
+                played = reference.take(FRAME_SAMPLES)
+                self.drift.feed(frame, played, reference.drift_corrected)
+                reference.skew = self.drift.skew
+                yield frame, played
 
     def _await_reference(self, reference: PlayedReference, ref_rs: Resampler) -> None:
         """Give a late output callback a moment before the frame's reference runs short.
@@ -320,8 +318,8 @@ class PlayedReference:
     (``DeskAudio.frames`` also waits a little for a late callback when it can.)
 
     Two devices run on two clocks, so the played signal drifts against the mic's, and
-    the canceller does not follow even 50 ppm. ``skew`` (set from the devices'
-    measured rates, :func:`voice.transports.clocks.clock_skew`) is how many played
+    the canceller does not follow even 50 ppm. ``skew`` (measured on the echo by
+    :class:`voice.transports.drift.EchoDrift`) is how many played
     samples the speaker gains per microphone sample: a sample is dropped (or
     repeated) each time that adds up to one, which keeps the echo path still. Played
     audio that piles up beyond ``MAX_REFERENCE_LAG`` all the same is dropped, oldest
