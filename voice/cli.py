@@ -334,6 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="desk: fresh voice listen starts for the echo trials, a reply each "
         "(default: one per opener)",
     )
+    p.add_argument(
+        "--sessions",
+        type=int,
+        default=0,
+        help="desk: only one-minute drift sessions, N with the clock-drift correction on "
+        "and N off (with --busy 2 the rig's echo path drifts)",
+    )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -175,3 +175,28 @@ def test_each_frame_feeds_the_drift_measure_and_its_skew_reaches_the_reference(
                 break
     assert audio.reference.skew == 1e-4
     assert audio.drift._at == 6 * 320  # every frame was seen
+
+
+def test_with_the_correction_off_the_drift_is_measured_but_not_made_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(desk, "import_sounddevice", lambda: SoundDevice)
+    audio = desk.DeskAudio(0, 1, correct_drift=False)
+    audio.drift.skew = 1e-4
+    with audio:
+        threading.Thread(target=microphone, args=(audio, 0.3, 1.0), daemon=True).start()
+        for frames, _ in enumerate(audio.frames(lambda: True)):
+            if frames == 5:
+                break
+    assert audio.reference.skew == 0.0 and audio.drift._at == 6 * 320
+
+
+def test_the_bench_reads_the_drift_from_the_devices_line(audio: desk.DeskAudio) -> None:
+    from voice.bench.desk import DEVICES, DRIFT
+
+    audio.drift.skew, audio.reference.drift_corrected = -73e-6, -48
+    audio.drift._lags = [(float(t), 1000.0) for t in range(0, 40, 2)]  # 20 lags over 38 s
+    line = audio.devices_summary()
+    found = DRIFT.search(line)
+    assert found and found.groups() == ("-73", "20", "-48"), line
+    assert DEVICES.search(line)

@@ -41,7 +41,9 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.desk import bench_desk
 
         starts = {"starts": args.starts} if args.starts is not None else {}
-        report = bench_desk(load_corpus(args.corpus), busy=args.busy, **starts)
+        report = bench_desk(
+            load_corpus(args.corpus), busy=args.busy, sessions=args.sessions, **starts
+        )
     elif args.what == "serve":
         from voice.bench.serve import bench_serve
 

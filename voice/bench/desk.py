@@ -51,6 +51,8 @@ BARGES = ("cmu_arctic_axb_a0005", "speechcommands_stop_6a27a9bf")
 ENV = {"VOICE_LLM_TEMPERATURE": "0", "VOICE_LLM_MAX_REPLY_TOKENS": "60"}
 SUMMARY = re.compile(r"microphone (-?[\d.]+) dBFS as heard, (-?[\d.]+) dBFS after")
 DEVICES = re.compile(r"^devices: (.*?)(?: \(audio was lost|$)", re.M)
+DRIFT = re.compile(r"ran ([+-]\d+) ppm .* from (\d+) echo lags \(([+-]\d+) samples")
+SESSION_S = 60.0  # a drift session: replies back to back for this long
 
 
 def _wavs(clips: list[Clip], folder: Path) -> dict[str, Path]:
@@ -116,6 +118,49 @@ def _echo_start(rig: PulseRig, mode: str, wav: Path) -> dict[str, Any]:
         "echo_dbfs": float(match.group(1)) if match else None,
         "after_cancellation_dbfs": float(match.group(2)) if match else None,
         "device_problems": devices.group(1) if devices else None,  # xruns, as listen says
+    }
+
+
+def _drift_sessions(rig: PulseRig, wavs: dict[str, Path], sessions: int) -> dict[str, Any]:
+    """``sessions`` one-minute sessions with the drift correction on and as many with it
+    off, replies back to back. The rig's two virtual devices share a clock, but a
+    starved sound server makes its echo path drift (run with ``--busy 2``)."""
+    report: dict[str, Any] = {}
+    for correct in (True, False):
+        runs = [_drift_session(rig, wavs, correct) for _ in range(sessions)]
+        report["corrected" if correct else "uncorrected"] = {
+            key: [run[key] for run in runs] for key in runs[0]
+        } if runs else {}  # fmt: skip
+    return report
+
+
+def _drift_session(rig: PulseRig, wavs: dict[str, Path], correct: bool) -> dict[str, Any]:
+    loop = rig.loop_speaker_into_mic()
+    env = {**ENV, "VOICE_DESK_DRIFT": "true" if correct else "false"}
+    try:
+        listening = ListenProcess(rig, env, "--echo", "cancel")
+        try:
+            end, turn = time.monotonic() + SESSION_S, 0
+            while time.monotonic() < end - 15:  # room for the last reply
+                replies = len(listening.of("reply_end"))
+                rig.play(wavs[OPENERS[turn % len(OPENERS)]])
+                listening.wait(partial(_more, listening, "reply_end", replies), 60)
+                time.sleep(1.0)
+                turn += 1
+            time.sleep(max(0.0, end - time.monotonic()))
+        finally:
+            _, err = listening.stop()
+    finally:
+        rig.pactl("unload-module", loop)
+    echo, drift = SUMMARY.search(err), DRIFT.search(err)
+    return {
+        "drift_ppm": int(drift.group(1)) if drift else None,
+        "echo_lags": int(drift.group(2)) if drift else None,
+        "samples_made_up": int(drift.group(3)) if drift else None,
+        "after_cancellation_dbfs": float(echo.group(2)) if echo else None,
+        "replies": len(listening.of("reply_end")),
+        "paused_itself": len(listening.of("paused")),
+        "interrupted_itself": len(listening.of("interrupted")),
     }
 
 
@@ -245,10 +290,13 @@ def compare_cancellers(clips: list[Clip]) -> dict[str, Any]:
     return report
 
 
-def bench_desk(clips: list[Clip], busy: int = 0, starts: int = len(OPENERS)) -> dict[str, Any]:
+def bench_desk(clips: list[Clip], busy: int = 0, starts: int = len(OPENERS), sessions: int = 0
+               ) -> dict[str, Any]:  # fmt: skip
     """``busy``: that many processes spin on a core each during the device trials, the
     load under which CI once saw the reply interrupt itself (a misaligned reference);
-    ``starts``: fresh ``voice listen`` starts for the echo trials, a reply each."""
+    ``starts``: fresh ``voice listen`` starts for the echo trials, a reply each;
+    ``sessions``: one-minute drift sessions each with the drift correction on and off
+    (only these run when it is given)."""
     report: dict[str, Any] = {
         "cancellers_offline": compare_cancellers(clips), "busy": busy, "starts": starts,
     }  # fmt: skip
@@ -258,6 +306,9 @@ def bench_desk(clips: list[Clip], busy: int = 0, starts: int = len(OPENERS)) -> 
             wavs = _wavs(clips, Path(folder))
             rig = PulseRig(Path(folder) / "rig")
             try:
+                if sessions:
+                    report["drift"] = _drift_sessions(rig, wavs, sessions)
+                    return report
                 for mode in ("cancel", "headset"):
                     echo = _echo_trials(rig, mode, wavs, starts)
                     loop = rig.loop_speaker_into_mic()
