@@ -96,7 +96,7 @@ def test_speaking_over_the_reply_stops_it(rig: PulseRig, tmp_path: Path) -> None
     assert end["interrupted"]
     played = read_wav(tmp_path / "speaker.wav")
     quiet_from = len(played) - int(1.5 * 16000)  # the last 1.5 s, well after the stop
-    assert loud_seconds(played[quiet_from:]) < 0.05
+    assert loud_seconds(played[quiet_from:]) < 0.05, story(listening)
 
 
 def test_no_devices_is_a_clear_message_not_a_traceback(tmp_path: Path) -> None:
