@@ -163,16 +163,21 @@ def test_xruns_are_counted_by_kind_and_reported(audio: desk.DeskAudio) -> None:
     assert "echo" in summary  # says why it matters
 
 
-def test_each_frame_feeds_the_drift_measure_and_its_skew_reaches_the_reference(
-    audio: desk.DeskAudio,
-) -> None:
-    assert "too little echo (0 lags) to compare the clocks" in audio.devices_summary()
-    audio.drift.skew = 1e-4  # as if measured: nothing plays here, so it stays
+def six_frames(audio: desk.DeskAudio) -> None:
+    """Take six frames from the streams, the callbacks run at real time meanwhile."""
     with audio:
         threading.Thread(target=microphone, args=(audio, 0.3, 1.0), daemon=True).start()
         for frames, _ in enumerate(audio.frames(lambda: True)):
             if frames == 5:
                 break
+
+
+def test_each_frame_feeds_the_drift_measure_and_its_skew_reaches_the_reference(
+    audio: desk.DeskAudio,
+) -> None:
+    assert "too little echo (0 lags) to compare the clocks" in audio.devices_summary()
+    audio.drift.skew = 1e-4  # as if measured: nothing plays here, so it stays
+    six_frames(audio)
     assert audio.reference.skew == 1e-4
     assert audio.drift._at == 6 * 320  # every frame was seen
 
@@ -183,11 +188,7 @@ def test_with_the_correction_off_the_drift_is_measured_but_not_made_up(
     monkeypatch.setattr(desk, "import_sounddevice", lambda: SoundDevice)
     audio = desk.DeskAudio(0, 1, correct_drift=False)
     audio.drift.skew = 1e-4
-    with audio:
-        threading.Thread(target=microphone, args=(audio, 0.3, 1.0), daemon=True).start()
-        for frames, _ in enumerate(audio.frames(lambda: True)):
-            if frames == 5:
-                break
+    six_frames(audio)
     assert audio.reference.skew == 0.0 and audio.drift._at == 6 * 320
 
 
@@ -200,3 +201,11 @@ def test_the_bench_reads_the_drift_from_the_devices_line(audio: desk.DeskAudio) 
     found = DRIFT.search(line)
     assert found and found.groups() == ("-73", "20", "-48"), line
     assert DEVICES.search(line)
+
+
+def test_where_nothing_is_cancelled_no_drift_is_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(desk, "import_sounddevice", lambda: SoundDevice)
+    audio = desk.DeskAudio(0, 1, measure_drift=False)
+    six_frames(audio)
+    assert audio.drift is None and audio.reference.skew == 0.0
+    assert "drift not measured (nothing is cancelled)" in audio.devices_summary()

@@ -323,10 +323,10 @@ class Assistant:
             output_device = pick_device(None, "output")
         stop = stop or threading.Event()
         ledger = PlayedLedger()  # the device's rate -> the session's 16 kHz count
-        with (
-            self,
-            DeskAudio(input_device, output_device, correct_drift=self.settings.desk.drift) as audio,
-        ):
+        desk = self.settings.desk
+        # Without a canceller there is no echo whose drift to follow.
+        drift = {"correct_drift": desk.drift, "measure_drift": desk.echo == "cancel"}
+        with self, DeskAudio(input_device, output_device, **drift) as audio:
             if ready is not None:
                 ready(f"{audio.in_rate} Hz in, {audio.out_rate} Hz out")
             speaker = audio.speaker

@@ -40,9 +40,8 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     elif args.what == "desk":
         from voice.bench.desk import bench_desk
 
-        starts = {"starts": args.starts} if args.starts is not None else {}
         report = bench_desk(
-            load_corpus(args.corpus), busy=args.busy, sessions=args.sessions, **starts
+            load_corpus(args.corpus), busy=args.busy, starts=args.starts, sessions=args.sessions
         )
     elif args.what == "serve":
         from voice.bench.serve import bench_serve

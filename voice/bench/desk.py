@@ -7,7 +7,7 @@ nothing), corpus speech is played into the microphone and what happens is
 counted:
 
 - echo: an opener's full reply plays, from a fresh ``voice listen`` and a fresh
-  loopback each time (``--starts``, 3 by default); how loud its echo is in the
+  loopback each time (``--starts``, one per opener by default); how loud its echo is in the
   microphone, before and after cancellation, and whether the assistant interrupted
   itself. ``--busy N`` keeps N cores spinning meanwhile: under load, how the two
   streams start decides whether the echo reference leads its echo;
@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -93,21 +94,33 @@ def _echo_trials(rig: PulseRig, mode: str, wavs: dict[str, Path], starts: int) -
     return report
 
 
-def _echo_start(rig: PulseRig, mode: str, wav: Path) -> dict[str, Any]:
-    """One reply from a fresh ``voice listen``, with a fresh echo path too (PulseAudio's
-    loopback settles its latency in its first seconds, as some real devices do): the
-    case the reference's alignment must survive, and the one CI failed on."""
+def _fresh_listen(rig: PulseRig, env: dict[str, str], mode: str,
+                  drive: Callable[[ListenProcess], None]) -> tuple[ListenProcess, str]:  # fmt: skip
+    """A fresh ``voice listen`` on a fresh loopback (PulseAudio's settles its latency
+    in its first seconds, as some real devices do), driven by ``drive``, then
+    stopped: it and what it printed."""
     loop = rig.loop_speaker_into_mic()
     try:
-        listening = ListenProcess(rig, ENV, "--echo", mode)
+        listening = ListenProcess(rig, env, "--echo", mode)
         try:
-            rig.play(wav)
-            listening.wait(partial(_more, listening, "reply_end", 0), 90)
-            time.sleep(0.5)
+            drive(listening)
         finally:
             _, err = listening.stop()
     finally:
         rig.pactl("unload-module", loop)
+    return listening, err
+
+
+def _echo_start(rig: PulseRig, mode: str, wav: Path) -> dict[str, Any]:
+    """One reply from a fresh start: the case the reference's alignment must survive,
+    and the one CI failed on."""
+
+    def one_reply(listening: ListenProcess) -> None:
+        rig.play(wav)
+        listening.wait(partial(_more, listening, "reply_end", 0), 90)
+        time.sleep(0.5)
+
+    listening, err = _fresh_listen(rig, ENV, mode, one_reply)
     match = SUMMARY.search(err)
     devices = DEVICES.search(err)
     return {
@@ -130,28 +143,23 @@ def _drift_sessions(rig: PulseRig, wavs: dict[str, Path], sessions: int) -> dict
         runs = [_drift_session(rig, wavs, correct) for _ in range(sessions)]
         report["corrected" if correct else "uncorrected"] = {
             key: [run[key] for run in runs] for key in runs[0]
-        } if runs else {}  # fmt: skip
+        }
     return report
 
 
 def _drift_session(rig: PulseRig, wavs: dict[str, Path], correct: bool) -> dict[str, Any]:
-    loop = rig.loop_speaker_into_mic()
+    def replies_for_a_minute(listening: ListenProcess) -> None:
+        end, turn = time.monotonic() + SESSION_S, 0
+        while time.monotonic() < end - 15:  # room for the last reply
+            replies = len(listening.of("reply_end"))
+            rig.play(wavs[OPENERS[turn % len(OPENERS)]])
+            listening.wait(partial(_more, listening, "reply_end", replies), 60)
+            time.sleep(1.0)
+            turn += 1
+        time.sleep(max(0.0, end - time.monotonic()))
+
     env = {**ENV, "VOICE_DESK_DRIFT": "true" if correct else "false"}
-    try:
-        listening = ListenProcess(rig, env, "--echo", "cancel")
-        try:
-            end, turn = time.monotonic() + SESSION_S, 0
-            while time.monotonic() < end - 15:  # room for the last reply
-                replies = len(listening.of("reply_end"))
-                rig.play(wavs[OPENERS[turn % len(OPENERS)]])
-                listening.wait(partial(_more, listening, "reply_end", replies), 60)
-                time.sleep(1.0)
-                turn += 1
-            time.sleep(max(0.0, end - time.monotonic()))
-        finally:
-            _, err = listening.stop()
-    finally:
-        rig.pactl("unload-module", loop)
+    listening, err = _fresh_listen(rig, env, "cancel", replies_for_a_minute)
     echo, drift = SUMMARY.search(err), DRIFT.search(err)
     return {
         "drift_ppm": int(drift.group(1)) if drift else None,
@@ -290,13 +298,15 @@ def compare_cancellers(clips: list[Clip]) -> dict[str, Any]:
     return report
 
 
-def bench_desk(clips: list[Clip], busy: int = 0, starts: int = len(OPENERS), sessions: int = 0
+def bench_desk(clips: list[Clip], busy: int = 0, starts: int | None = None, sessions: int = 0
                ) -> dict[str, Any]:  # fmt: skip
     """``busy``: that many processes spin on a core each during the device trials, the
     load under which CI once saw the reply interrupt itself (a misaligned reference);
-    ``starts``: fresh ``voice listen`` starts for the echo trials, a reply each;
+    ``starts``: fresh ``voice listen`` starts for the echo trials, a reply each (one
+    per opener unless given);
     ``sessions``: one-minute drift sessions each with the drift correction on and off
     (only these run when it is given)."""
+    starts = len(OPENERS) if starts is None else starts
     report: dict[str, Any] = {
         "cancellers_offline": compare_cancellers(clips), "busy": busy, "starts": starts,
     }  # fmt: skip

@@ -154,9 +154,11 @@ class DeskAudio:
     """The two device streams; ``frames()`` yields 16 kHz microphone frames and the
     16 kHz reference (what the speaker played meanwhile)."""
 
-    def __init__(self, input_device: int, output_device: int, correct_drift: bool = True) -> None:
+    def __init__(self, input_device: int, output_device: int, correct_drift: bool = True,
+                 measure_drift: bool = True) -> None:  # fmt: skip
         """``correct_drift``: make up the clocks' drift in the reference (else only
-        measure it)."""
+        measure it); ``measure_drift``: False where nothing is cancelled (a headset),
+        so that no second of audio is cross-correlated for nothing."""
         self.sd = import_sounddevice()
         self.correct_drift = correct_drift
         info_in = self.sd.query_devices(input_device)
@@ -171,7 +173,8 @@ class DeskAudio:
         # its echo (the one slip the alignment cannot undo), so it is worth showing.
         self.problems: Counter[str] = Counter()
         self.reference = PlayedReference()
-        self.drift = EchoDrift()  # the two clocks' drift, measured on the echo
+        # The two clocks' drift, measured on the echo.
+        self.drift: EchoDrift | None = EchoDrift() if measure_drift else None
         try:
             self._in = self.sd.InputStream(
                 device=input_device, channels=1, samplerate=self.in_rate, dtype="float32",
@@ -207,13 +210,16 @@ class DeskAudio:
     def devices_summary(self) -> str:
         """One line for the end of a session: the clocks' drift, which xruns happened
         and how often."""
-        drift = (
-            f"the speaker's clock ran {self.drift.skew * 1e6:+.0f} ppm against the "
-            f"microphone's, from {self.drift.lags} echo lags "
-            f"({self.reference.drift_corrected:+d} samples of reference made up)"
-            if self.drift.known
-            else f"too little echo ({self.drift.lags} lags) to compare the clocks"
-        )
+        if self.drift is None:
+            drift = "the clocks' drift not measured (nothing is cancelled)"
+        elif self.drift.known:
+            drift = (
+                f"the speaker's clock ran {self.drift.skew * 1e6:+.0f} ppm against the "
+                f"microphone's, from {self.drift.lags} echo lags "
+                f"({self.reference.drift_corrected:+d} samples of reference made up)"
+            )
+        else:
+            drift = f"too little echo ({self.drift.lags} lags) to compare the clocks"
         if not self.problems:
             return f"devices: {drift}; no overflows or underflows"
         counts = ", ".join(f"{n} x {kind}" for kind, n in sorted(self.problems.items()))
@@ -270,8 +276,9 @@ class DeskAudio:
                 frame, mic_buf = mic_buf[:FRAME_SAMPLES], mic_buf[FRAME_SAMPLES:]
                 self._await_reference(reference, ref_rs)
                 played = reference.take(FRAME_SAMPLES)
-                self.drift.feed(frame, played, reference.drift_corrected)
-                reference.skew = self.drift.skew if self.correct_drift else 0.0
+                if self.drift is not None:
+                    self.drift.feed(frame, played, reference.drift_corrected)
+                    reference.skew = self.drift.skew if self.correct_drift else 0.0
                 yield frame, played
 
     def _await_reference(self, reference: PlayedReference, ref_rs: Resampler) -> None:

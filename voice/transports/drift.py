@@ -44,6 +44,7 @@ KEEP_S = 600.0  # lags older than this are forgotten: a crystal warms up
 MAX_SKEW = 1e-3  # beyond 0.1% it is not drift: the echo path itself changed
 STRAY = SAMPLE_RATE * 3 // 1000  # a lag this far (3 ms) from the last ones is a stray peak
 JUMP = 3  # unless this many in a row agree: then the echo path's delay jumped
+RECENT = 5  # the lags a new one is held against
 
 
 class EchoDrift:
@@ -77,7 +78,7 @@ class EchoDrift:
         # echo then lags it by one more: the uncorrected lag has that taken off.
         now, lag = self._at / SAMPLE_RATE, lag - corrected
         self._lags = [(t, v) for t, v in self._lags if now - t <= KEEP_S]
-        recent = [v for _, v in self._lags[-5:]]
+        recent = [v for _, v in self._lags[-RECENT:]]
         if recent and abs(lag - float(np.median(recent))) > STRAY:
             # A peak of the user's voice, or the path's delay jumped (a device's
             # buffering changed): only lags that keep agreeing start a new line.
