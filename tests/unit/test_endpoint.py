@@ -150,6 +150,20 @@ def test_a_final_consonant_the_vad_let_go_of_is_still_speech_for_a_while() -> No
     assert ended_frame(frames, end_silence_ms=400) == 44
 
 
+def test_a_release_split_across_two_frames_is_judged_by_its_louder_part() -> None:
+    # The release of a final "p", 31 dB under the vowels as two frames average it, but
+    # 28 dB under in the half of the frame that holds it: still the word's sound.
+    endpointer = Endpointer(EndpointConfig(end_silence_ms=400))
+    closure = [(True, -62.0, -61.0)] * 2 + [(False, -70.0, -69.0)] * 5
+    release = [(False, -51.0, -48.0)]
+    frames = [(v, db, db) for v, db in QUIET + WORDS] + closure + release
+    events = [endpointer.push(*f) for f in frames + [(False, -70.0, -69.0)] * 40]
+    assert [e.last_speech_frame for e in events if isinstance(e, Ended)] == [44 + 8]
+    # Without the louder part, the same frames end the speech at the vowel.
+    assert ended_frame([(v, db) for v, db, _ in frames] + [(False, -70.0)] * 40,
+                       end_silence_ms=400) == 44  # fmt: skip
+
+
 def test_speech_from_the_first_frame_is_not_taken_for_the_noise_floor() -> None:
     frames = [(True, -20.0)] * 30 + [(True, -19.0)] * 10 + [(False, -70.0)] * 40
     assert ended_frame(frames, end_silence_ms=400) == 39

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import FRAME_MS, FRAME_SAMPLES, float_to_pcm16, level_db
+from voice.audio.format import FRAME_MS, FRAME_SAMPLES, burst_level_db, float_to_pcm16, level_db
 from voice.bench.corpus import Clip
 from voice.bench.stats import p50_p95
 from voice.config import Settings
@@ -43,7 +43,8 @@ def segments(
     frames = len(audio) // FRAME_SAMPLES
     for i in range(frames):
         chunk = audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
-        change = endpointer.push(classifier.is_speech(float_to_pcm16(chunk)), level_db(chunk))
+        voiced = classifier.is_speech(float_to_pcm16(chunk))
+        change = endpointer.push(voiced, level_db(chunk), burst_level_db(chunk))
         if isinstance(change, Ended):
             found.append((change.onset_frame * FRAME_MS, (change.last_speech_frame + 1) * FRAME_MS))
     last = endpointer.force_end()

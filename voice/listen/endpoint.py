@@ -166,9 +166,13 @@ class Endpointer:
         fresh = sum(1 for i, v in self._window if v and i > self.last_speech_frame)
         return fresh * FRAME_MS >= self.config.resume_voiced_ms
 
-    def push(self, voiced: bool, level_db: float | None = None) -> EndpointEvent | None:
+    def push(
+        self, voiced: bool, level_db: float | None = None, burst_db: float | None = None
+    ) -> EndpointEvent | None:
         """``level_db``: the frame's RMS level in dBFS; without it speech ends where the
-        VAD's voiced frames end."""
+        VAD's voiced frames end. ``burst_db``: the level of its loudest part
+        (:func:`voice.audio.format.burst_level_db`), which judges whether an unvoiced
+        frame after the words is still their sound; ``level_db`` when not given."""
         cfg = self.config
         self._frame += 1
         self._window.append((self._frame, voiced))
@@ -199,7 +203,7 @@ class Endpointer:
             if self._audible(level_db):
                 self._last_audible_frame = self._frame
             return None
-        if self._still_sounding(level_db):
+        if self._still_sounding(level_db if burst_db is None else burst_db):
             self._last_audible_frame = self._frame
         elif voiced or self._rising(level_db):
             self._last_stirring_frame = self._frame

@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, float_to_pcm16, level_db
+from voice.audio.format import (
+    FRAME_MS,
+    FRAME_SAMPLES,
+    SAMPLE_RATE,
+    burst_level_db,
+    float_to_pcm16,
+    level_db,
+)
 from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.agreement import LocalAgreement, drop_overlap, normalize_word, tail_after
@@ -221,7 +228,7 @@ class Listener:
         voiced = self.classifier.is_speech(float_to_pcm16(frame))
         self.onset_run = self.onset_run + 1 if onset_heard(self.classifier, voiced) else 0
         self.sample += FRAME_SAMPLES
-        change = self.endpointer.push(voiced, level_db(frame))
+        change = self.endpointer.push(voiced, level_db(frame), burst_level_db(frame))
         current = self._current()
         if current is not None:
             current.append(frame)
