@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import clip
 
-from voice.transports.drift import WINDOW, EchoDrift, echo_lag
+from voice.transports.drift import FIT_LAGS, WINDOW, EchoDrift, echo_lag
 
 SPEECH = 0.3 * clip("librispeech_8266-258262-0001", lead_s=0.0)  # 16 s, few pauses
 OTHER = 0.3 * clip("ljspeech_LJ001-0008", lead_s=0.0)
@@ -77,3 +77,11 @@ def test_a_stray_peak_is_ignored_and_a_jump_in_the_delay_starts_afresh() -> None
             assert drift.skew * 1e6 == pytest.approx(100, abs=5)
     assert drift.skew * 1e6 == pytest.approx(100, abs=5)
     assert drift.lags <= 30  # only the lags since the jump
+
+
+def test_ten_minutes_of_lags_are_fitted_on_a_subset_that_keeps_the_line() -> None:
+    drift = EchoDrift()
+    for second in range(600):  # 100 ppm, ten minutes of reply: a lag a loud second, 200 fitted
+        feed_second(drift, 1000 - 1.6 * second, 0, second=second)
+    assert drift.lags > FIT_LAGS  # (quiet seconds give none)
+    assert drift.skew * 1e6 == pytest.approx(100, abs=1)

@@ -45,6 +45,7 @@ MAX_SKEW = 1e-3  # beyond 0.1% it is not drift: the echo path itself changed
 STRAY = SAMPLE_RATE * 3 // 1000  # a lag this far (3 ms) from the last ones is a stray peak
 JUMP = 3  # unless this many in a row agree: then the echo path's delay jumped
 RECENT = 5  # the lags a new one is held against
+FIT_LAGS = 200  # the fit takes at most this many, spread over the span: 20k slopes
 
 
 class EchoDrift:
@@ -107,6 +108,11 @@ class EchoDrift:
             return self.skew
         t = np.array([p[0] for p in self._lags])
         lag = np.array([p[1] for p in self._lags])
+        if len(t) > FIT_LAGS:
+            # Every pair of 600 lags (ten minutes of reply) is 180k slopes, 10 ms each
+            # second on the frame loop; an even subset keeps the span, and so the line.
+            keep = np.linspace(0, len(t) - 1, FIT_LAGS).round().astype(int)
+            t, lag = t[keep], lag[keep]
         i, j = np.triu_indices(len(t), 1)
         apart = t[j] - t[i] > 1.0
         # Theil-Sen: the median of the pairwise slopes, deaf to the odd wrong peak.
