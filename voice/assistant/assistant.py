@@ -324,9 +324,9 @@ class Assistant:
         stop = stop or threading.Event()
         ledger = PlayedLedger()  # the device's rate -> the session's 16 kHz count
         desk = self.settings.desk
-        # Without a canceller there is no echo whose drift to follow.
-        drift = {"correct_drift": desk.drift, "measure_drift": desk.echo == "cancel"}
-        with self, DeskAudio(input_device, output_device, **drift) as audio:
+        # Without a canceller (headset, half-duplex) there is no echo whose drift to follow.
+        with self, DeskAudio(input_device, output_device, correct_drift=desk.drift,
+                             measure_drift=desk.echo == "cancel") as audio:  # fmt: skip
             if ready is not None:
                 ready(f"{audio.in_rate} Hz in, {audio.out_rate} Hz out")
             speaker = audio.speaker

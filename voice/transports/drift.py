@@ -29,14 +29,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import SAMPLE_RATE
+from voice.audio.format import SAMPLE_RATE, level_db
 
 Float32Array = npt.NDArray[np.float32]
 
 WINDOW = SAMPLE_RATE  # one lag measurement per second of audio
 MAX_LAG = SAMPLE_RATE // 4  # the echo is looked for up to 250 ms after its reference
 EARLY = SAMPLE_RATE // 100  # and up to 10 ms before it (a reference come too late)
-LOUD = 10 ** (-40 / 20)  # a reference window quieter than -40 dBFS RMS has no echo to find
+LOUD_DB = -40.0  # a reference window quieter than this (dBFS RMS) has no echo to find
 CLEAR_PEAK = 8.0  # the lag's peak, in spreads of the correlation: else double talk or noise
 MIN_LAGS = 8  # lags measured before there is a verdict
 MIN_SPAN_S = 20.0  # seconds they must span
@@ -126,7 +126,7 @@ class EchoDrift:
 def echo_lag(mic: Float32Array, reference: Float32Array) -> float | None:
     """How many samples the echo in ``mic`` comes after ``reference`` (fractional),
     or None where there is no clear echo: a quiet reference, double talk, noise."""
-    if float(np.sqrt(np.mean(reference.astype(np.float64) ** 2))) < LOUD:
+    if level_db(reference) < LOUD_DB:
         return None
     n = 1 << int(np.ceil(np.log2(len(mic) + len(reference))))
     cross = np.fft.rfft(mic, n) * np.conj(np.fft.rfft(reference, n))
