@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request
 
 from voice.conversation.memory import HeapUsage, heap_usage
-from voice.conversation.transcript import TranscriptWriter, read_transcript
+from voice.conversation.transcript import TranscriptWriter, load_transcript, read_transcript
 from voice.events import Error, Final, Interrupted, ReplyEnded, ReplyStarted, TurnMetrics
 from voice.serve.access import Access, exposure_warning, is_loopback
 from voice.serve.limits import LoopLag, RateGuard
@@ -279,29 +281,101 @@ def test_no_audio_is_stored_unless_asked(tmp_path: Path) -> None:
     assert [p.suffix for p in tmp_path.iterdir()] == [".jsonl"]
 
 
-def test_a_killed_writer_leaves_only_whole_lines(tmp_path: Path) -> None:
-    """SIGKILL a process mid-stream of writes: every line on disk parses."""
-    script = textwrap.dedent(f"""
+def _kill_mid_stream(script: str, after_s: float) -> None:
+    """Run a writing script until it says ready, let it write for ``after_s``, SIGKILL it."""
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)],
+                            stdout=subprocess.PIPE)  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    time.sleep(after_s)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def test_a_killed_writer_leaves_whole_lines_and_a_reopened_one_goes_on_cleanly(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL a writer mid-stream of long lines: every line but possibly the last is a
+    whole record with no gap in the sequence, and a writer reopening the file starts on
+    a line of its own, wherever the kill landed (this never depends on the timing)."""
+    path = tmp_path / "t.jsonl"
+    _kill_mid_stream(f"""
         from pathlib import Path
         from voice.conversation.transcript import TranscriptWriter
-        w = TranscriptWriter(Path({str(tmp_path)!r}), "k")
+        w = TranscriptWriter(Path({str(tmp_path)!r}), "k", path=Path({str(path)!r}))
         print("ready", flush=True)
         i = 0
         while True:
-            w.write({{"type": "user", "text": "word " * (i % 300), "i": i}})
+            w.write({{"type": "user", "text": "word " * (i % 900), "i": i}})
             i += 1
-    """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
-    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-    time.sleep(0.5)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    (path,) = tmp_path.iterdir()
+    """, after_s=0.3)
     raw = path.read_bytes()
-    assert raw.endswith(b"\n")
-    records = read_transcript(path)
-    assert len(records) > 100
+    lines = raw.split(b"\n")
+    whole, last = lines[:-1], lines[-1]  # ``last`` is b"" unless the last line was torn
+    records = [json.loads(line) for line in whole]
     assert [r["i"] for r in records[1:]] == list(range(len(records) - 1))
+    assert len(records) > 20
+
+    try:  # a kill between a record and its newline leaves a whole record, kept
+        records += [json.loads(last)] if last else []
+        torn = 0
+    except ValueError:
+        torn = 1
+    writer = TranscriptWriter(tmp_path, "k", path=path)
+    writer.write({"type": "user", "text": "after the crash", "i": -1})
+    writer.close()
+    read = load_transcript(path)
+    assert read.torn == torn
+    assert read.records[: len(records)] == records
+    assert [r["type"] for r in read.records[len(records) :]] == [
+        "session_start", "user", "session_end"
+    ]  # fmt: skip
+    assert read.records[len(records) + 1]["text"] == "after the crash"
+
+
+def test_a_torn_line_is_ended_by_the_next_writer_and_skipped_by_the_reader(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"type": "user", "text": "whole"}\n{"type": "user", "text": "to')
+    assert read_transcript(path) == [{"type": "user", "text": "whole"}]
+    TranscriptWriter(tmp_path, "s", path=path).close()
+    raw = path.read_bytes()
+    assert b'"text": "to\n{' in raw  # the torn line ended before the next record
+    read = load_transcript(path)
+    assert read.torn == 1
+    assert [r["type"] for r in read.records] == ["user", "session_start", "session_end"]
+
+
+def test_a_last_record_that_lost_only_its_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"type": "user", "text": "a"}\n{"type": "user", "text": "b"}')
+    assert load_transcript(path) == ([{"type": "user", "text": "a"},
+                                      {"type": "user", "text": "b"}], 0)  # fmt: skip
+
+
+def test_a_killed_audio_recorder_leaves_a_wav_that_plays_every_sample_its_header_claims(
+    tmp_path: Path,
+) -> None:
+    """The header is patched after each block is written and flushed, so it never claims
+    samples that are not on disk, whenever the process dies."""
+    _kill_mid_stream(f"""
+        from pathlib import Path
+        import numpy as np
+        from voice.conversation.transcript import TranscriptWriter
+        w = TranscriptWriter(Path({str(tmp_path)!r}), "a", record_audio=True)
+        block = np.full(320, 0.25, dtype=np.float32)
+        w.audio(block)
+        print("ready", flush=True)
+        while True:
+            w.audio(block)
+    """, after_s=0.3)
+    (wav_path,) = tmp_path.glob("*.wav")
+    with wave.open(str(wav_path), "rb") as wav:
+        frames = wav.getnframes()
+        samples = np.frombuffer(wav.readframes(frames), dtype=np.int16)
+    assert frames >= 320
+    assert len(samples) == frames  # every claimed sample is there
+    assert np.all(samples == samples[0])
 
 
 def test_heap_usage_sees_a_live_allocation_and_its_release() -> None:
