@@ -277,6 +277,8 @@ def _format_conversation_event(event: dict[str, object]) -> str:
     if kind == "turn_metrics":
         v2v, barge = event["voice_to_voice_ms"], event["barge_in_ms"]
         return f"{stamp} metrics   voice-to-voice {v2v} ms, barge-in {barge} ms"
+    if kind == "turn_continued":
+        return f"{stamp} continued the user went on: the turn is heard again as a whole"
     if kind in ("paused", "resumed", "speculation_cancel", "error"):
         return f"{stamp} {kind:<9} {event.get('reason') or event.get('message') or ''}".rstrip()
     return ""

@@ -197,6 +197,21 @@ class Interrupted(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TurnContinued(Event):
+    """The user went on after a pause that had ended their turn: utterance
+    ``utterance_id`` joins ``continues`` as one turn, heard again as a whole. The reply
+    to the first part (``reply_id``, -1 if none had started) stops, and leaves no trace
+    in the history: it answered half a sentence, and the next reply answers all of it.
+    ``heard_ms``: how much of that reply had played."""
+
+    type: ClassVar[str] = "turn_continued"
+    utterance_id: int
+    continues: int
+    reply_id: int
+    heard_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class TurnMetrics(Event):
     """Latency figures of one user turn and its reply (ms; None where it did not happen).
 

@@ -220,6 +220,15 @@ function onMessage(msg) {
       S.playback.port.postMessage({ type: msg.type, id: msg.reply_id });
       if (msg.type !== "resume") S.stops++;
       break;
+    case "turn_continued": {
+      // The cut reply and the fragment it answered give way to the whole turn's final.
+      const reply = S.replies.get(msg.reply_id);
+      const at = reply ? S.turns.indexOf(reply.turn) : -1;
+      if (at > 0 && S.turns[at - 1].role === "user") {
+        for (const gone of S.turns.splice(at - 1, 2)) gone.el?.remove();
+      }
+      break;
+    }
     case "turn_metrics":
       S.serverMetrics.push(msg);
       break;

@@ -273,7 +273,8 @@ def test_filler_plays_when_the_reply_is_late() -> None:
         ("What is the capital of France?", 0.6, "complete"),
         ("What is the capital of", 0.0, "incomplete"),
         ("I went to the store and", None, "incomplete"),
-        ("Well, um", None, "incomplete"),
+        ("Well, um", None, "filler"),
+        ("I was going to, uh", 0.9, "filler"),
         ("Turn left,", None, "incomplete"),
         ("The birch canoe slid on the smooth planks.", 0.037, "complete"),
         ("The birch canoe slid on the smooth planks.", 0.01, "unsure"),
@@ -304,6 +305,7 @@ def test_judge_turn(text: str, eot: float | None, expected: str) -> None:
     waits = {
         "complete": config.complete_silence_ms,
         "incomplete": config.incomplete_silence_ms,
+        "filler": config.filler_silence_ms,
         "numbers": config.numbers_silence_ms,
     }
     assert judged.silence_ms == waits.get(expected, 600)

@@ -210,3 +210,19 @@ def test_steady_sound_in_the_pause_does_not_hold_the_end() -> None:
     ended_at, ended = run_levels(frames, end_silence_ms=400)[1]
     assert isinstance(ended, Ended)
     assert ended_at == ended.last_speech_frame + 400 // 20
+
+
+def test_words_aligned_after_the_speech_are_the_decoders_own_ending() -> None:
+    from voice.listen.listener import unspoken_tail
+    from voice.listen.whisper import WordTime
+
+    # "...the door to" then silence from 2.40 s; Whisper wrote "...the door to see."
+    said = [WordTime("the", 1.50, 1.70, 0.99), WordTime("door", 1.70, 2.05, 0.98),
+            WordTime("to", 2.05, 2.38, 0.97)]  # fmt: skip
+    made_up = [WordTime("see", 2.38, 2.70, 0.95), WordTime(".", 2.70, 3.10, 0.8)]
+    assert unspoken_tail(said + made_up, speech_end_s=2.40, slack_s=0.08) == 1
+    assert unspoken_tail(said, speech_end_s=2.40, slack_s=0.08) == 0
+    # A real last word starts a word's length before the end of the speech.
+    whole = [*said, WordTime("leave", 2.40, 2.80, 0.99), WordTime(".", 2.80, 3.0, 0.9)]
+    assert unspoken_tail(whole, speech_end_s=2.85, slack_s=0.08) == 0
+    assert unspoken_tail([], speech_end_s=1.0, slack_s=0.08) == 0

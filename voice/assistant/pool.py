@@ -63,7 +63,9 @@ class ModelPool:
             tts, phrases = self._tts[tts_key]
             asr = self._asr[asr_key]
         llm = make_backend(llm_config)  # its own context; the weights are shared (mmap)
-        return Engines(asr=asr, llm=llm, tts=tts, phrases=phrases)
+        engines = Engines(asr=asr, llm=llm, tts=tts, phrases=phrases)
+        engines.warm()  # before the first audio: its first turn is as fast as the rest
+        return engines
 
     @property
     def loaded(self) -> dict[str, int]:

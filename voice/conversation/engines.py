@@ -24,6 +24,7 @@ import dataclasses
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -32,6 +33,7 @@ from functools import partial
 
 import numpy as np
 
+from voice.audio.format import SAMPLE_RATE
 from voice.config import Settings
 from voice.conversation.actions import (
     AsrJob,
@@ -52,6 +54,7 @@ from voice.speak.tts import PiperTts, TtsConfig
 from voice.think.backend import (
     LlmBackend,
     LlmConfig,
+    Message,
     TokenSteps,
     end_of_turn_probability,
     make_backend,
@@ -79,17 +82,55 @@ class Engines:
     phrases: dict[str, object] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, settings: Settings) -> Engines:
-        """Load the three models named by ``settings`` (seconds; do it once per process)."""
+    def load(cls, settings: Settings, warm: bool = True) -> Engines:
+        """Load the three models named by ``settings`` (seconds; do it once per process),
+        and ``warm`` them, so every transport that loads them answers its first turn
+        as fast as the rest."""
         # Engines never overlap in the lane, so the LLM and the voice may use all of it
         # (``voice chat`` overlaps them instead, one thread each). Whisper keeps
         # ``asr.threads``: tiny.en decodes faster on one thread than on two here.
         llm, tts = lane_configs(settings)
-        return cls(asr=build_engine(settings), llm=make_backend(llm), tts=PiperTts(tts))
+        engines = cls(asr=build_engine(settings), llm=make_backend(llm), tts=PiperTts(tts))
+        if warm:
+            engines.warm()
+        return engines
 
     @property
     def has_end_of_turn_model(self) -> bool:
         return hasattr(self.llm, "end_of_turn_probability")
+
+    def warm(self) -> dict[str, float]:
+        """Run each engine once on something small before the first user is heard, so
+        the first turn is as fast as the rest: the model files are paged in from disk
+        (llama.cpp maps its weights; a first run after install read them cold and
+        answered in 2.1 s instead of 0.5), and each engine's one-time set-up (buffers
+        for the window sizes a turn uses, espeak-ng's start) is paid now. Returns the
+        milliseconds each took. A failure is logged, not raised: the engine will
+        report it again, as an error event, when a turn needs it."""
+        took: dict[str, float] = {}
+        quiet = np.random.default_rng(0).normal(0, 1e-3, SAMPLE_RATE).astype(np.float32)
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("asr", lambda: (self.asr.transcribe(quiet), self.asr.transcribe(quiet, final=True))),
+            ("llm", self._warm_llm),
+            ("tts", lambda: list(self.tts.synthesize("Hello."))),
+        ]
+        for name, step in steps:
+            started = time.perf_counter()
+            try:
+                step()
+            except Exception as exc:
+                log.warning("warming the %s engine failed: %s", name, exc)
+            took[name] = round((time.perf_counter() - started) * 1000.0, 1)
+        log.info("engines warmed (ms): %s", took)
+        return took
+
+    def _warm_llm(self) -> None:
+        """One token of a short chat: every layer's weights are read once."""
+        steps = open_steps(self.llm, [Message("user", "Hello.")], max_tokens=1)
+        try:
+            steps.step()
+        finally:
+            steps.close()
 
 
 def lane_configs(settings: Settings) -> tuple[LlmConfig, TtsConfig]:

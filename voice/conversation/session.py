@@ -25,6 +25,10 @@ Turn-taking, in brief:
   is cleared, generation stops and history keeps only what was heard. No
   words within ``resume_after_ms``, or only a backchannel, and the output
   resumes where it paused.
+- Words soon after the turn ended, over a reply barely heard, are the rest of
+  that turn (:mod:`voice.conversation.continuation`): the reply stops and leaves
+  the history, and the listener hears the whole turn again as one, which the
+  next reply answers.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from voice.conversation.actions import (
     engine_of,
 )
 from voice.conversation.bargein import BargeIn, Decision
+from voice.conversation.continuation import Continuation
 from voice.conversation.generation import Generation, Playback, SpokenChunk
 from voice.conversation.metrics import TurnRecord
 from voice.conversation.turns import EndOfTurn, TurnConfig, same_turn_text, split_words
@@ -77,6 +82,7 @@ from voice.events import (
     SpeculationStarted,
     SpeechStart,
     StateChanged,
+    TurnContinued,
 )
 from voice.listen.listener import Listener
 from voice.listen.whisper import Transcription
@@ -183,6 +189,9 @@ class Session:
             self.config.blip_resume_ms,
             self._has_words,
             self.config.barge_in_max_no_speech,
+        )
+        self._continuation = Continuation(
+            self.turn.continue_turns, self.turn.continue_window_ms, self.turn.continue_max_heard_ms
         )
         self._ignored: set[int] = set()  # half-duplex: speech over a reply
         self._spec_tries: dict[int, int] = {}
@@ -586,6 +595,8 @@ class Session:
         if isinstance(event, SpeechStart):
             self._on_speech_start(event)
         elif isinstance(event, Partial):
+            if self._continues(event.utterance_id, event.text, event.no_speech_prob):
+                return
             decision = self._barge.on_partial(event.utterance_id, event.text, event.no_speech_prob)
             self._decide(decision)
         elif isinstance(event, Final):
@@ -593,11 +604,16 @@ class Session:
 
     def _on_speech_start(self, event: SpeechStart) -> None:
         self.end_of_turn.await_judgement()
-        if self._reply is None:
+        reply = self._reply
+        if reply is None:
             return
         if not self.config.barge_in:
             self._ignored.add(event.utterance_id)
             return
+        turn_end = None if self._turn is None else self._turn.user_end_ms
+        self._continuation.on_speech_start(
+            event.utterance_id, event.start_ms, reply.utterance_id, turn_end, self._heard_ms()
+        )
         self._decide(self._barge.on_speech_start(event.utterance_id), event.start_ms)
 
     def _on_final(self, event: Final) -> None:
@@ -609,6 +625,9 @@ class Session:
         if uid in self._ignored:
             self._ignored.discard(uid)
             return
+        if self._continues(uid, event.text, event.no_speech_prob, ended=True):
+            return  # heard again with the turn it continues: that final is the one to answer
+        self._continuation.forget(uid)
         decision = self._barge.on_final(uid, event.text, event.no_speech_prob)
         if decision is None and self._reply is not None and self._has_words(event.text):
             decision = "interrupt"  # one reply at a time: never two voices at once
@@ -644,6 +663,37 @@ class Session:
         if messages is not None:
             gen = self._new_gen(uid, text, messages, speculative=False)
             self._start_reply(gen, event, silence)
+
+    def _heard_ms(self) -> float:
+        return self._playback.played * 1000.0 / SAMPLE_RATE
+
+    def _continues(self, uid: int, text: str, no_speech_prob: float, ended: bool = False) -> bool:
+        """If ``uid`` now has words and continues the turn the live reply answers, join
+        the two: the reply stops and leaves no trace in the history, and the listener
+        hears the whole turn again (its final answers it). False if not, or if that
+        audio is gone (then the ordinary barge-in and the unanswered words take it)."""
+        if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
+            return False  # a cough, an "uh-huh", or "stop": not more of the turn
+        reply = self._reply
+        heard = None if reply is None else self._heard_ms()
+        previous = self._continuation.previous_of(uid, heard)
+        if previous is None or reply is None or reply.utterance_id != previous:
+            return False
+        rejoin = self.listener.rehear if ended else self.listener.join
+        if not rejoin(uid, previous):
+            return False
+        self._barge.interrupted_now(self.now_ms, self.now_ms - self.listener.onset_run_ms)
+        self._emit(Clear(reply.gen_id))
+        self._emit(Interrupted(audio_ms=self.now_ms, reply_id=reply.gen_id,
+                               heard_text=self._playback.heard_text(),
+                               played_ms=self._heard_ms()))  # fmt: skip
+        self._emit(TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
+                                 reply_id=reply.gen_id, heard_ms=self._heard_ms()))  # fmt: skip
+        self._cancel_gen(reply)
+        self._end_reply(interrupted=True, remember=False)
+        self._spec_tries.pop(uid, None)
+        self.end_of_turn.await_judgement()
+        return True
 
     def _ask_application(self, text: str) -> str | None:
         """The before_reply hook; a hook that raises is reported, and the turn is
@@ -692,7 +742,7 @@ class Session:
         self._cancel_spec("transcript changed")
         tries = self._spec_tries.get(uid, 0)
         if tries >= self.config.speculation_retries:
-            self.end_of_turn.judge(uid, text, None)
+            self.end_of_turn.judge(uid, self._judged_text(uid, text), None)
             return
         messages = self._prompt(text)
         if messages is None:
@@ -710,8 +760,19 @@ class Session:
             )
 
     def _judge(self, gen: Generation) -> None:
-        if self.listener.open_utterance == gen.utterance_id:
-            self.end_of_turn.judge(gen.utterance_id, gen.user_text, gen.eot_probability)
+        uid = gen.utterance_id
+        if self.listener.open_utterance == uid:
+            text = self._judged_text(uid, gen.user_text)
+            self.end_of_turn.judge(uid, text, gen.eot_probability)
+
+    def _judged_text(self, uid: int, text: str) -> str:
+        """What the end of the turn is judged on: the words the user actually said before
+        the pause, not the ending Whisper made up for them ("...the door to see." when
+        only "...the door to" was said, which reads as finished)."""
+        if not self.turn.use_word_timing:
+            return text
+        spoken = self.listener.spoken_before_pause(uid)
+        return text if spoken is None else self._turn_text(spoken)
 
     def _watch_user_resumed(self) -> None:
         spec = self._spec
@@ -792,7 +853,9 @@ class Session:
             # The user already speaks again: that speech is over this reply from its start.
             self._decide(self._barge.on_speech_start(speaking))
 
-    def _end_reply(self, interrupted: bool) -> None:
+    def _end_reply(self, interrupted: bool, remember: bool = True) -> None:
+        """``remember``: history keeps what was heard (False: the reply answered half a
+        turn the user went on with, see ``_continues``)."""
         gen, self._reply = self._reply, None
         if gen is None:
             return
@@ -807,7 +870,9 @@ class Session:
                 interrupted=interrupted,
             )
         )
-        if heard and gen.user_text:
+        if not remember:
+            pass
+        elif heard and gen.user_text:
             self.history.add_turn(gen.user_text, heard)
         elif heard and gen.said:
             self.history.add_said(heard)

@@ -40,6 +40,9 @@ CONTINUATION_WORDS = (
     "let's whether which"
 )
 
+# Hesitation sounds: the speaker holds the floor while searching for words.
+FILLERS = "um uh er erm uhm hmm mm"
+
 # Words that open a subordinate clause: a sentence of only that clause wants a main
 # one ("If it rains tomorrow, ..."). Prepositions that may open one ("after",
 # "before") are left out: "After dinner." is a whole answer.
@@ -57,7 +60,11 @@ class TurnConfig:
     """The ``[turn]`` settings: end-of-turn silences and the signals that pick them."""
 
     complete_silence_ms: int = 500  # the words look like a finished turn
-    incomplete_silence_ms: int = 1200  # a filler, conjunction or unfinished phrase
+    # A conjunction or an unfinished phrase: people search for the next word for well
+    # over a second ("...out of the [1.5 s] apartment"); 1.2 s cut them off.
+    incomplete_silence_ms: int = 2000
+    filler_silence_ms: int = 2500  # "um", "uh": the speaker is still searching
+    fillers: str = FILLERS  # space-separated
     numbers_silence_ms: int = 800  # numbers read out: a phone number, a code, counting
     use_text: bool = True
     # The LLM's end-of-turn probability: off by default, measured not to pay on the
@@ -65,14 +72,24 @@ class TurnConfig:
     use_model: bool = False
     eot_complete: float = 0.02  # probability at or above which a punctuated turn is done
     eot_incomplete: float = 0.005  # below it the model is sure the sentence goes on
+    # Judge the words said before the pause, dropping the last words Whisper's word
+    # timings put after the speech (listen.unspoken_slack_ms): its completions of an
+    # unfinished sentence read as finished.
+    use_word_timing: bool = True
     continuation_words: str = CONTINUATION_WORDS  # space-separated
     subordinators: str = SUBORDINATORS  # space-separated; "" turns the clause rule off
+    # One turn, however many pauses (voice.conversation.continuation): speech that starts
+    # within continue_window_ms of the end of the user's speech, over a reply heard for
+    # at most continue_max_heard_ms, joins the turn, which is heard and answered whole.
+    continue_turns: bool = True
+    continue_window_ms: int = 3000
+    continue_max_heard_ms: int = 1000
 
 
 @dataclass(frozen=True)
 class TurnJudgement:
     silence_ms: int
-    reason: str  # "complete", "incomplete", "numbers" or "unsure": reported in metrics
+    reason: str  # "complete", "incomplete", "filler", "numbers" or "unsure": in metrics
 
 
 def judge_turn(
@@ -86,6 +103,8 @@ def judge_turn(
     last = normalize_word(stripped.split()[-1])
     model = eot_probability if config.use_model else None
     asks = stripped.endswith(("?", "!"))  # "What are you looking at?" is finished
+    if config.use_text and last in config.fillers.split():
+        return TurnJudgement(config.filler_silence_ms, "filler")
     if (
         config.use_text
         and not asks
@@ -169,7 +188,8 @@ class EndOfTurn:
     def await_judgement(self) -> None:
         """Speech (re)started: nothing is judged yet."""
         adaptive = self.turn.use_text or self.model_available
-        wait = max(self.turn.incomplete_silence_ms, self.base_ms) if adaptive else self.base_ms
+        longest = max(self.turn.incomplete_silence_ms, self.turn.filler_silence_ms)
+        wait = max(longest, self.base_ms) if adaptive else self.base_ms
         self.config.end_silence_ms = wait
 
     def judge(self, utterance_id: int, text: str, eot_probability: float | None) -> None:

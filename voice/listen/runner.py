@@ -39,6 +39,16 @@ class Recognizer(Protocol):
 
 
 def run_pass(engine: Recognizer, request: TranscribeRequest) -> Transcription:
+    """One pass; a pass that covers a pause also times its words, where the engine can
+    (``times_words``): what the end-of-turn judgement reads."""
+    if request.final and getattr(engine, "times_words", False):
+        return engine.transcribe(  # type: ignore[call-arg]
+            request.audio,
+            context=request.context,
+            with_timestamps=request.with_timestamps,
+            final=True,
+            word_timing=True,
+        )
     return engine.transcribe(
         request.audio,
         context=request.context,

@@ -53,6 +53,25 @@ class AsrConfig:
     tokens_per_second: float = 6.0
     no_speech_threshold: float = 0.6
     logprob_threshold: float = -1.0
+    # Word timings and probabilities on the passes that cover a pause, for the
+    # end-of-turn judgement (voice.conversation.turns: spoken_words); one alignment
+    # pass over the decoded words, on the encoder output the decode already made.
+    word_timing: bool = True
+    # How far past the audio a word may be aligned: Whisper "finishes" the sentence it
+    # heard into the silence after it ("to see." for "to"); margin frames let the
+    # alignment place such a word there rather than squeeze it into the speech.
+    word_timing_margin_ms: int = 1000
+
+
+@dataclass(frozen=True)
+class WordTime:
+    """A decoded word, where the alignment put it in the pass's audio, and how sure the
+    decoder was of it (the mean probability of its tokens)."""
+
+    word: str
+    start_s: float
+    end_s: float
+    probability: float
 
 
 @dataclass
@@ -73,6 +92,7 @@ class Transcription:
     retries: int = 0
     no_speech_prob: float = 0.0
     avg_logprob: float = 0.0
+    timed_words: list[WordTime] = field(default_factory=list)  # timed passes only
 
 
 def _repeat_cut(words: list[str]) -> int | None:
@@ -118,6 +138,8 @@ class WhisperEngine:
     Not thread-safe: one worker owns it. ``threads`` is CTranslate2's intra-op
     thread count, the engine's whole CPU budget.
     """
+
+    times_words = True  # transcribe(word_timing=True) aligns the words (see run_pass)
 
     def __init__(self, config: AsrConfig | None = None) -> None:
         from faster_whisper import WhisperModel
@@ -173,7 +195,7 @@ class WhisperEngine:
         pad_ms: int,
         prompt: list[int],
         with_timestamps: bool,
-    ) -> tuple[list[int], bool, float, int, float]:
+    ) -> tuple[list[int], bool, float, int, float, Any]:
         import ctranslate2
 
         pad = np.zeros(int(SAMPLE_RATE * pad_ms / 1000), dtype=np.float32)
@@ -207,7 +229,7 @@ class WhisperEngine:
         ids: list[int] = list(result.sequences_ids[0])
         hit_limit = len(ids) >= new_tokens
         avg_logprob = float(result.scores[0]) if result.scores else 0.0
-        return ids, hit_limit, float(result.no_speech_prob), frames, avg_logprob
+        return ids, hit_limit, float(result.no_speech_prob), frames, avg_logprob, encoded
 
     def transcribe(
         self,
@@ -215,6 +237,7 @@ class WhisperEngine:
         context: str = "",
         with_timestamps: bool = False,
         final: bool = False,
+        word_timing: bool = False,
     ) -> Transcription:
         """Transcribe ``audio`` (16 kHz mono, at most 29 s).
 
@@ -230,6 +253,9 @@ class WhisperEngine:
         Committed words are deliberately not forced as a decoder prefix: measured
         on the corpus, a forced prefix made a quarter of passes re-read audio
         they had already transcribed (loops), against a few percent without.
+
+        ``word_timing`` (and ``asr.word_timing``): also align the decoded words to the
+        audio (``timed_words``), for judging what was really said before a pause.
         """
         if len(audio) > MAX_AUDIO_S * SAMPLE_RATE:
             raise ValueError(f"a pass takes at most {MAX_AUDIO_S} s of audio")
@@ -244,7 +270,7 @@ class WhisperEngine:
             pad = max(self.config.pad_ms, min(pad, room))
         retries = 0
         for pad_ms in (pad, pad * 3):
-            ids, hit_limit, no_speech, frames, logprob = self._run(
+            ids, hit_limit, no_speech, frames, logprob, encoded = self._run(
                 audio, pad_ms, prompt, timestamp_mode
             )
             segments = self._segments(ids) if with_timestamps else []
@@ -267,8 +293,13 @@ class WhisperEngine:
             # with an unsure decode for more (the rule of its transcribe()): the jazz
             # clip gave 0.92 with a hallucinated phrase at average log-prob -1.98.
             words, segments = [], []
+        timed: list[WordTime] = []
+        if word_timing and self.config.word_timing and words:
+            text_ids = [i for i in ids if i < tok.eot]
+            timed = self._align(encoded, text_ids, len(audio), frames)
         return Transcription(
             words=words,
+            timed_words=timed,
             segments=segments,
             compute_ms=(time.perf_counter() - started) * 1000.0,
             window_frames=frames,
@@ -276,6 +307,38 @@ class WhisperEngine:
             no_speech_prob=no_speech,
             avg_logprob=logprob,
         )
+
+    def _align(
+        self, encoded: Any, text_ids: list[int], samples: int, window_frames: int
+    ) -> list[WordTime]:
+        """Word times and probabilities from the decoder's cross-attention (CTranslate2's
+        ``align``: dynamic time warping over the alignment heads), over the audio plus
+        ``word_timing_margin_ms`` of the silence padding that follows it."""
+        if not text_ids:
+            return []
+        tok = self.tokenizer
+        margin = self.config.word_timing_margin_ms // 10
+        mel_frames = min(window_frames, samples // HOP + margin)
+        mel_frames -= mel_frames % 2
+        (result,) = self.model.model.align(encoded, tok.sot_sequence, [text_ids], mel_frames)
+        words, word_tokens = tok.split_to_word_tokens([*text_ids, tok.eot])
+        pairs = np.asarray(result.alignments, dtype=np.int64).reshape(-1, 2)
+        if len(pairs) == 0 or len(words) < 2:
+            return []
+        # The frame at which each token's first step lands; 50 encoder frames a second.
+        firsts = np.flatnonzero(np.diff(pairs[:, 0], prepend=-1) != 0)
+        token_times = pairs[firsts, 1] / 50.0
+        probabilities = np.asarray(result.text_token_probs, dtype=np.float64)
+        timed, first = [], 0
+        for word, tokens in zip(words[:-1], word_tokens[:-1], strict=True):  # eot last
+            last = first + len(tokens)
+            if last >= len(token_times):
+                break
+            chance = float(probabilities[first:last].mean()) if last > first else 0.0
+            timed.append(WordTime(word.strip(), float(token_times[first]),
+                                  float(token_times[last]), round(chance, 3)))  # fmt: skip
+            first = last
+        return timed
 
     def _segments(self, ids: list[int]) -> list[Segment]:
         """Timestamp-mode output as segments, without repeated or unfinished ones."""

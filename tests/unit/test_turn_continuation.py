@@ -1,0 +1,102 @@
+"""One turn, however many pauses: the continuation rule and the session's merge, on
+scripted timelines with the fake engines of test_conversation_core (pure logic; the
+same behaviour through the real models is in tests/component/test_turn_taking.py)."""
+
+from __future__ import annotations
+
+from test_conversation_core import REPLY, after, at, of, run, tone
+
+from voice.conversation.continuation import Continuation
+
+
+def test_speech_soon_after_the_turn_over_a_barely_heard_reply_is_a_candidate() -> None:
+    rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000)
+    rule.on_speech_start(7, onset_ms=4000, answered=6, turn_end_ms=2000, heard_ms=400)
+    assert rule.previous_of(7, heard_ms=500) == 6
+    assert rule.previous_of(7, heard_ms=500) is None  # asked once
+
+
+def test_too_late_too_much_heard_a_said_reply_or_off_is_no_candidate() -> None:
+    cases = [
+        dict(onset_ms=5500, answered=6, turn_end_ms=2000, heard_ms=0),  # past the window
+        dict(onset_ms=3000, answered=6, turn_end_ms=2000, heard_ms=1200),  # heard enough
+        dict(onset_ms=3000, answered=-1, turn_end_ms=None, heard_ms=0),  # a greeting
+        dict(onset_ms=3000, answered=-3, turn_end_ms=2000, heard_ms=0),  # a typed turn
+    ]
+    for case in cases:
+        rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000)
+        rule.on_speech_start(7, **case)  # type: ignore[arg-type]
+        assert rule.previous_of(7, heard_ms=0) is None, case
+    off = Continuation(enabled=False, window_ms=3000, max_heard_ms=1000)
+    off.on_speech_start(7, onset_ms=2100, answered=6, turn_end_ms=2000, heard_ms=0)
+    assert off.previous_of(7, heard_ms=0) is None
+
+
+def test_words_that_come_after_the_reply_was_heard_out_are_no_continuation() -> None:
+    rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000)
+    rule.on_speech_start(7, onset_ms=2500, answered=6, turn_end_ms=2000, heard_ms=0)
+    assert rule.previous_of(7, heard_ms=1500) is None  # resumed and played on meanwhile
+    rule.on_speech_start(8, onset_ms=2500, answered=6, turn_end_ms=2000, heard_ms=0)
+    assert rule.previous_of(8, heard_ms=None) is None  # the reply is over
+    rule.on_speech_start(9, onset_ms=2500, answered=6, turn_end_ms=2000, heard_ms=0)
+    rule.forget(9)
+    assert rule.previous_of(9, heard_ms=0) is None
+
+
+def test_going_on_after_an_early_reply_merges_the_turn_and_answers_it_whole() -> None:
+    # "one .. five." (a finished-looking turn), a reply starts, and the user goes on.
+    result, session = run([at(tone(1.0), 0.5), after(tone(0.8), "reply_start", 0.1)])
+    (continued,) = of(result, "turn_continued")
+    finals = [e["text"] for e in of(result, "final")]
+    assert finals[0] == "one two three four five."
+    # The whole turn's audio heard again as one: 1.8 s of speech, nine words.
+    assert finals[-1] == "one two three four five six seven eight nine."
+    first, last = of(result, "reply_start")[0], of(result, "reply_start")[-1]
+    assert continued["reply_id"] == first["reply_id"] and continued["heard_ms"] <= 1000
+    assert last["text"] == finals[-1]
+    # The history holds the whole turn and its answer; no fragment, no half reply.
+    assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
+
+
+def test_words_that_first_come_with_the_final_are_heard_again_with_the_turn() -> None:
+    # 0.45 s of speech ends before any partial has words: the merge happens at its final.
+    result, session = run([at(tone(1.0), 0.5), after(tone(0.45), "reply_start", 0.1)])
+    assert of(result, "turn_continued")
+    finals = [e["text"] for e in of(result, "final")]
+    assert finals[-1] == "one two three four five six seven."
+    assert of(result, "reply_start")[-1]["text"] == finals[-1]
+    assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
+
+
+def test_a_stop_over_a_barely_heard_reply_stops_it_and_merges_nothing() -> None:
+    result, _ = run([at(tone(1.0), 0.5), after(tone(0.6, 0.25), "reply_start", 0.1)])
+    assert not of(result, "turn_continued")
+    assert of(result, "interrupted")
+    assert len(of(result, "reply_start")) == 1
+
+
+def test_a_cough_over_a_barely_heard_reply_lets_it_play_on() -> None:
+    result, _ = run([at(tone(1.0), 0.5), after(tone(0.1), "reply_start", 0.1)])
+    assert not of(result, "turn_continued") and not of(result, "interrupted")
+    (end,) = of(result, "reply_end")
+    assert end["heard_text"] == REPLY
+
+
+def test_going_on_after_a_reply_heard_out_is_a_new_turn() -> None:
+    result, session = run([at(tone(1.0), 0.5), after(tone(0.8), "reply_end", 0.3)])
+    assert not of(result, "turn_continued")
+    assert [e["text"] for e in of(result, "final")] == [
+        "one two three four five.", "one two three four,"
+    ]  # fmt: skip
+    assert len(session.history.turns) == 4
+
+
+def test_merging_can_be_turned_off() -> None:
+    from voice.conversation.turns import TurnConfig
+
+    result, _ = run(
+        [at(tone(1.0), 0.5), after(tone(0.8), "reply_start", 0.1)],
+        turn=TurnConfig(continue_turns=False),
+    )
+    assert not of(result, "turn_continued")
+    assert of(result, "interrupted")  # an ordinary barge-in

@@ -1,0 +1,70 @@
+"""One turn, however many pauses: is this speech the rest of the turn just answered?
+
+People pause inside a turn, and some of those pauses look, to every signal, like
+its end: a reply starts, and then the user goes on. Answering the rest alone
+("see what was happening outside?") and keeping the half-heard reply to half a
+sentence in the history is what a user notices. So speech that starts soon
+after the user's turn ended, while the reply to it is live and has barely been
+heard, is a *candidate continuation*; once it has words (not a backchannel,
+not a cough), the session joins it to the turn: the reply stops and leaves the
+history, and the listener hears the whole turn again as one.
+
+Pure decisions over audio time, no I/O: the session reports what it sees and
+asks :meth:`Continuation.previous_of` when words come.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    utterance_id: int  # the new speech
+    continues: int  # the utterance whose reply it cuts short
+
+
+class Continuation:
+    def __init__(self, enabled: bool, window_ms: int, max_heard_ms: int) -> None:
+        """``window_ms``: the longest pause, from the end of the user's speech to their
+        next onset, after which speech still continues the turn; ``max_heard_ms``: the
+        most of the reply the user may have heard for it still to be merged away."""
+        self.enabled = enabled
+        self.window_ms = window_ms
+        self.max_heard_ms = max_heard_ms
+        self.candidate: Candidate | None = None
+
+    def on_speech_start(
+        self,
+        utterance_id: int,
+        onset_ms: float,
+        answered: int | None,
+        turn_end_ms: float | None,
+        heard_ms: float,
+    ) -> None:
+        """Speech began at ``onset_ms`` while a reply to utterance ``answered`` (whose
+        speech ended at ``turn_end_ms``) was live, ``heard_ms`` of it played. Replies to
+        no spoken turn (something said, a typed turn: ids under 1) continue nothing."""
+        self.candidate = None
+        if not self.enabled or answered is None or answered < 1 or turn_end_ms is None:
+            return
+        if onset_ms - turn_end_ms > self.window_ms or heard_ms > self.max_heard_ms:
+            return
+        self.candidate = Candidate(utterance_id, answered)
+
+    def previous_of(self, utterance_id: int, heard_ms: float | None) -> int | None:
+        """The utterance that ``utterance_id`` continues, now that it has words, or None.
+        ``heard_ms``: how much of the reply has played by now (None: the reply is over,
+        heard whole, so there is nothing to merge away). Asked once: the candidate goes."""
+        candidate = self.candidate
+        if candidate is None or candidate.utterance_id != utterance_id:
+            return None
+        self.candidate = None
+        if heard_ms is None or heard_ms > self.max_heard_ms:
+            return None
+        return candidate.continues
+
+    def forget(self, utterance_id: int) -> None:
+        """The utterance ended without words (a cough, an "uh-huh"): not a continuation."""
+        if self.candidate is not None and self.candidate.utterance_id == utterance_id:
+            self.candidate = None
