@@ -226,3 +226,14 @@ def test_words_aligned_after_the_speech_are_the_decoders_own_ending() -> None:
     whole = [*said, WordTime("leave", 2.40, 2.80, 0.99), WordTime(".", 2.80, 3.0, 0.9)]
     assert unspoken_tail(whole, speech_end_s=2.85, slack_s=0.08) == 0
     assert unspoken_tail([], speech_end_s=1.0, slack_s=0.08) == 0
+
+
+def test_a_real_last_word_squeezed_into_the_last_frames_is_kept() -> None:
+    from voice.listen.listener import unspoken_tail
+    from voice.listen.whisper import WordTime
+
+    # "...see you again, Phil." with the audible end at 2.72 s: the alignment ran out of
+    # frames and put "Phil" at 2.82-2.84 s. Seen on a corpus clip; it is a real word.
+    timed = [WordTime("again", 2.16, 2.52, 0.98), WordTime(",", 2.52, 2.82, 0.75),
+             WordTime("Phil", 2.82, 2.84, 0.55), WordTime(".", 2.84, 3.88, 0.8)]  # fmt: skip
+    assert unspoken_tail(timed, speech_end_s=2.72, slack_s=0.08) == 0

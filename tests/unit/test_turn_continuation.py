@@ -100,3 +100,41 @@ def test_merging_can_be_turned_off() -> None:
     )
     assert not of(result, "turn_continued")
     assert of(result, "interrupted")  # an ordinary barge-in
+
+
+def test_going_on_before_the_reply_has_started_is_merged_too() -> None:
+    """A fixed 600 ms end (no judgement to wait for) and a slow final pass (0.7 s of
+    compute, charged to the clock): the user already speaks again when the final of the
+    first part comes and its reply starts."""
+    import time
+
+    from conftest import LoudIsSpeech
+    from test_conversation_core import FakeAsr, FakeLlm, FakeTts
+
+    from voice.conversation.engines import Engines
+    from voice.conversation.session import Session
+    from voice.conversation.turns import TurnConfig
+    from voice.listen.endpoint import EndpointConfig
+    from voice.listen.listener import ListenConfig, Listener
+    from voice.think.history import History
+    from voice.transports.simulate import Script, simulate
+
+    class SlowFinals(FakeAsr):
+        def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+            if final:
+                time.sleep(0.7)
+            return super().transcribe(audio, context, with_timestamps, final)
+
+    llm = FakeLlm()
+    engines = Engines(asr=SlowFinals(), llm=llm, tts=FakeTts())
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    history = History("Be brief.", 2048, 100, llm.count_tokens)
+    session = Session(listener, history, turn=TurnConfig(use_text=False))
+    result = simulate(Script([at(tone(1.0), 0.5), at(tone(0.8), 2.1)]), session, engines)
+    speech_starts = [e["audio_ms"] for e in of(result, "speech_start")]
+    assert of(result, "reply_start")[0]["audio_ms"] > speech_starts[1]  # the case in point
+    assert of(result, "turn_continued")
+    finals = [e["text"] for e in of(result, "final")]
+    assert finals[-1] == "one two three four five six seven eight nine."
+    assert of(result, "reply_start")[-1]["text"] == finals[-1]
+    assert [m.content for m in session.history.turns] == [finals[-1], REPLY]

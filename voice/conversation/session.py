@@ -850,7 +850,13 @@ class Session:
             self._play(gen, seq, text, audio)
         speaking = self.listener.open_utterance
         if speaking is not None and speaking != final.utterance_id and self.config.barge_in:
-            # The user already speaks again: that speech is over this reply from its start.
+            # The user already speaks again: that speech is over this reply from its start,
+            # and may be the rest of the turn it answers.
+            onset = self.listener.open_onset_ms
+            if onset is not None:
+                self._continuation.on_speech_start(
+                    speaking, onset, gen.utterance_id, final.end_ms, heard_ms=0.0
+                )
             self._decide(self._barge.on_speech_start(speaking))
 
     def _end_reply(self, interrupted: bool, remember: bool = True) -> None:
