@@ -48,6 +48,11 @@ log = logging.getLogger(__name__)
 
 WHOLE_WER = 0.25
 WHOLE_COVERAGE = 0.9
+SPAN_SLACK_MS = 300  # the recognised span's edges may miss this much (VAD onset, tail trim)
+# Replies are capped shorter than ``voice bench conversation``'s: first audio does not
+# depend on the length, a reply still plays over any pause of the sets, and the run
+# stays near five minutes a mode on 2 cores.
+TURN_REPLY_TOKENS = BENCH_REPLY_TOKENS // 2
 HESITATION_TARGET_S = 1.5  # the issue's target covers hesitations up to this long
 
 # A mode is a name and "section.key" overrides; adding one is one line. Keys the
@@ -65,7 +70,7 @@ def mode_settings(settings: Settings, overrides: dict[str, Any]) -> tuple[Settin
     """A copy of ``settings`` with a mode's overrides and the bench's reply cap; and the
     keys skipped because these Settings do not have them."""
     s = copy.deepcopy(settings)
-    s.llm.max_reply_tokens = BENCH_REPLY_TOKENS
+    s.llm.max_reply_tokens = TURN_REPLY_TOKENS
     skipped = []
     for key, value in overrides.items():
         section, _, name = key.partition(".")
@@ -134,10 +139,10 @@ def _heard_span(reply: _Reply, events: list[dict[str, Any]]) -> Interval | None:
     """The audio span the session recognised as the reply's turn."""
     for e in events:
         if e["type"] == "turn_metrics" and e.get("reply_id") == reply.reply_id:
-            return (e["user_start_ms"], e["user_end_ms"])
+            return (e["user_start_ms"] - SPAN_SLACK_MS, e["user_end_ms"] + SPAN_SLACK_MS)
     for e in events:
         if e["type"] == "final" and e.get("utterance_id") == reply.utterance_id:
-            return (e["start_ms"], e["end_ms"])
+            return (e["start_ms"] - SPAN_SLACK_MS, e["end_ms"] + SPAN_SLACK_MS)
     return None
 
 
@@ -243,6 +248,7 @@ def run_item(item: TurnItem, settings: Settings, engines: Any) -> dict[str, Any]
     from voice.conversation.setup import build_session
     from voice.transports.simulate import Script, ScriptTurn, simulate
 
+    started = time.perf_counter()
     turn = ScriptTurn(audio=item.audio, name=item.name, at_s=0.5, expect="turn")
     result = simulate(Script([turn]), build_session(settings, engines), engines)
     begin_ms = (turn.start_sample or 0) * 1000 / SAMPLE_RATE
@@ -251,6 +257,7 @@ def run_item(item: TurnItem, settings: Settings, engines: Any) -> dict[str, Any]
     row.update(measure_turn(speech_ms, item.reference, result.events))
     row["finals"] = [e["text"] for e in result.events if e["type"] == "final"]
     row["errors"] = [e.get("code") for e in result.events if e["type"] == "error"]
+    row["wall_s"] = round(time.perf_counter() - started, 1)
     return row
 
 
@@ -292,7 +299,7 @@ def bench_turns(
     root = Path(corpus) if corpus else None
     items = {name: build_set(name, words_of, root)[: limit or None] for name in sets}
     report: dict[str, Any] = {
-        "reply_tokens_cap": BENCH_REPLY_TOKENS,
+        "reply_tokens_cap": TURN_REPLY_TOKENS,
         "setup_s": round(time.perf_counter() - started, 1),
         "sets": {name: len(found) for name, found in items.items()},
         "modes": {},

@@ -49,6 +49,10 @@ TAIL_S = 1.0  # room tone after it, so the end is not a cliff into digital silen
 HESITATION_PAUSES_S = (0.5, 1.0, 1.5, 2.0)
 PAIR_PAUSES_S = (0.8, 1.0, 1.2, 1.5)
 MIN_SENTENCE_S = 2.5
+# The shortest sentences that qualify, to keep one mode's run in minutes on 2 cores:
+# 16 hesitations (4 per pause length) and 6 pairs.
+HESITATION_ITEMS = 16
+PAIR_ITEMS = 6
 READ_PREFIXES = ("librispeech_", "ljspeech_", "cmu_arctic_", "vctk_")
 FUNCTION_WORDS = frozenset({
     "the", "a", "an", "to", "of", "and", "in", "on", "at", "for", "with", "from", "by", "my",
@@ -202,9 +206,13 @@ def splice(audio: Float32Array, at_s: float, pause_s: float) -> Float32Array:
     return crossfade(crossfade(audio[:cut], tone, fade), audio[cut:], fade)
 
 
-def build_hesitations(clips: list[Clip], words_of: WordsOf) -> list[TurnItem]:
+def build_hesitations(
+    clips: list[Clip], words_of: WordsOf, most: int = HESITATION_ITEMS
+) -> list[TurnItem]:
     items: list[TurnItem] = []
-    for clip in clips:
+    for clip in sorted(clips, key=lambda c: (c.seconds, c.name)):
+        if len(items) >= most:
+            break
         audio = read_wav(clip.path)
         words = words_of(audio)
         point = hesitation_point(words) if len(words) >= 3 else None
@@ -246,27 +254,33 @@ def join(first: Float32Array, second: Float32Array, pause_s: float) -> Float32Ar
     return crossfade(crossfade(head, room_tone(first, gap), fade), tail, fade)
 
 
-def build_pairs(clips: list[Clip], speakers: dict[str, str]) -> list[TurnItem]:
+def build_pairs(
+    clips: list[Clip], speakers: dict[str, str], most: int = PAIR_ITEMS
+) -> list[TurnItem]:
+    """The ``most`` shortest pairs of consecutive sentences of one speaker."""
     by_speaker: dict[str, list[Clip]] = {}
     for clip in clips:
         by_speaker.setdefault(speakers.get(clip.name, clip.name), []).append(clip)
+    chosen = sorted(
+        (p for group in by_speaker.values() for p in zip(group[::2], group[1::2], strict=False)),
+        key=lambda p: (p[0].seconds + p[1].seconds, p[0].name),
+    )[:most]
     items: list[TurnItem] = []
-    for group in by_speaker.values():
-        for first, second in zip(group[::2], group[1::2], strict=False):
-            pause = PAIR_PAUSES_S[len(items) % len(PAIR_PAUSES_S)]
-            a = read_wav(first.path)
-            joined, _ = _with_tone(join(a, read_wav(second.path), pause), a)
-            items.append(
-                TurnItem(
-                    name=f"pair-{first.name}+{second.name.split('_')[-1]}",
-                    set="pairs",
-                    audio=joined,
-                    speech=_speech_of(joined),
-                    reference=f"{first.text} {second.text}",
-                    pause_s=pause,
-                    note=f"{pause:.1f} s between two sentences",
-                )
+    for first, second in chosen:
+        pause = PAIR_PAUSES_S[len(items) % len(PAIR_PAUSES_S)]
+        a = read_wav(first.path)
+        joined, _ = _with_tone(join(a, read_wav(second.path), pause), a)
+        items.append(
+            TurnItem(
+                name=f"pair-{first.name}+{second.name.split('_')[-1]}",
+                set="pairs",
+                audio=joined,
+                speech=_speech_of(joined),
+                reference=f"{first.text} {second.text}",
+                pause_s=pause,
+                note=f"{pause:.1f} s between two sentences",
             )
+        )
     return items
 
 
