@@ -24,7 +24,7 @@ import itertools
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +75,6 @@ class TurnItem:
     reference: str = ""  # normalised words of the turn; "" where there is no transcript
     pause_s: float | None = None  # the spliced pause (hesitation, pairs)
     note: str = ""  # where the pause is, which speaker, ...
-    tags: list[str] = field(default_factory=list)
 
     @property
     def pauses(self) -> list[Interval]:
@@ -222,21 +221,22 @@ def build_hesitations(
         i, boundary = point
         at = _quietest_near(audio, boundary, words[i][2] - 0.03, words[i + 1][1] + 0.06)
         pause = HESITATION_PAUSES_S[len(items) % len(HESITATION_PAUSES_S)]
-        spliced, _ = _with_tone(splice(audio, at, pause), audio)
         before = " ".join(w.strip() for w, _, _ in words[max(0, i - 3) : i + 1])
+        note = f"...{before} [{pause:.1f} s] {words[i + 1][0].strip()}..."
+        name = f"hesitation-{clip.name}-{pause:.1f}s"
         items.append(
-            TurnItem(
-                name=f"hesitation-{clip.name}-{pause:.1f}s",
-                set="hesitation",
-                audio=spliced,
-                speech=_speech_of(spliced),
-                reference=clip.text,
-                pause_s=pause,
-                note=f"...{before} [{pause:.1f} s] {words[i + 1][0].strip()}...",
-                tags=[f"pause_{pause:.1f}s"],
-            )
+            _read_item("hesitation", name, splice(audio, at, pause), audio, clip.text, pause, note)
         )
     return items
+
+
+def _read_item(
+    kind: str, name: str, speech: Float32Array, tone_from: Float32Array, reference: str,
+    pause_s: float, note: str,
+) -> TurnItem:  # fmt: skip
+    """A hesitation or pair item: room tone around it, its audible frames as the truth."""
+    audio, _ = _with_tone(speech, tone_from)
+    return TurnItem(name, kind, audio, _speech_of(audio), reference, pause_s, note)
 
 
 # -- (b) pairs -----------------------------------------------------------------------
@@ -269,17 +269,11 @@ def build_pairs(
     for first, second in chosen:
         pause = PAIR_PAUSES_S[len(items) % len(PAIR_PAUSES_S)]
         a = read_wav(first.path)
-        joined, _ = _with_tone(join(a, read_wav(second.path), pause), a)
+        name = f"pair-{first.name}+{second.name.split('_')[-1]}"
+        note = f"{pause:.1f} s between two sentences"
+        joined = join(a, read_wav(second.path), pause)
         items.append(
-            TurnItem(
-                name=f"pair-{first.name}+{second.name.split('_')[-1]}",
-                set="pairs",
-                audio=joined,
-                speech=_speech_of(joined),
-                reference=f"{first.text} {second.text}",
-                pause_s=pause,
-                note=f"{pause:.1f} s between two sentences",
-            )
+            _read_item("pairs", name, joined, a, f"{first.text} {second.text}", pause, note)
         )
     return items
 
