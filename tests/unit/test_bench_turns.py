@@ -96,6 +96,21 @@ def test_without_a_reference_the_recognised_span_must_cover_the_turn() -> None:
     assert measure_turn(SPEECH, "", full)["whole"]
 
 
+def test_an_answer_that_holds_the_words_before_the_pause_is_whole_despite_asr_errors() -> None:
+    def final(ms: float, text: str, start: float) -> dict[str, Any]:
+        return ev("final", ms, text=text, start_ms=start, end_ms=ms, utterance_id=1)
+
+    finals = [final(2100, "Hello there.", 1000), final(4100, "how are ewe", 3000)]
+    merged = measure_turn(SPEECH, "hello there how are you today my friend", [
+        *finals, *reply(1, 4500, 4600, "Hello there. how are ewe")
+    ])  # fmt: skip
+    assert merged["wer"] > 0.25 and merged["holds_all_finals"] and merged["whole"]
+    fragment = measure_turn(SPEECH, "hello there how are you today my friend", [
+        *finals, *reply(1, 4500, 4600, "how are ewe")
+    ])  # fmt: skip
+    assert not fragment["holds_all_finals"] and not fragment["whole"]
+
+
 def test_play_spans_follow_pause_and_resume() -> None:
     events = [
         ev("playback_start", 100, 1),

@@ -15,11 +15,13 @@ item's ground truth (where the user's own speech really is). Per turn:
   audio played over the user's speech (from the user's resumption to the output
   pausing or stopping, and again if it resumed over speech);
 - the answer: the first reply started at or after the turn's real end (else the last
-  one not interrupted). Whole when it started after the end and its user text covers
-  the turn: WER against the reference at most ``WHOLE_WER``, or, for meeting turns
-  that have no transcript, the span the session recognised for it
-  (``turn_metrics.user_start_ms``..``user_end_ms``) covers ``WHOLE_COVERAGE`` of the
-  turn's speech time;
+  one not interrupted). Whole when it started after the end and its prompt covers the
+  turn, by any of: WER against the reference at most ``WHOLE_WER``; the span the
+  session recognised for it (``turn_metrics.user_start_ms``..``user_end_ms``) covers
+  ``WHOLE_COVERAGE`` of the turn's speech time (meeting turns have no transcript, and
+  a misrecognised but whole turn is not a fragment); its text holds every final
+  transcript the session made of the turn (the words before a pause were merged in).
+  An answer to a fragment fails all three;
 - voice-to-voice at the real end: the end of the turn's last speech to the first reply
   audio after it (none when a reply was playing across the end: that is a cut-in).
 
@@ -39,7 +41,7 @@ from typing import Any
 
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.conversation import BENCH_REPLY_TOKENS, _live_replies, _rate
-from voice.bench.stats import p50_p95, percentile, word_errors
+from voice.bench.stats import normalize_text, p50_p95, percentile, word_errors
 from voice.bench.turnsets import MIN_PAUSE_S, SETS, Interval, TurnItem, build_set, whisper_words
 from voice.config import Settings
 from voice.errors import ConfigError
@@ -146,6 +148,21 @@ def _heard_span(reply: _Reply, events: list[dict[str, Any]]) -> Interval | None:
     return None
 
 
+def _holds_all_finals(
+    text: str, events: list[dict[str, Any]], turn_start: float, turn_end: float
+) -> bool:
+    """Whether ``text`` holds every non-empty final transcript that began inside the turn
+    (False when there was none: nothing to judge by)."""
+    said = normalize_text(text)
+    finals = [
+        normalize_text(e["text"])
+        for e in events
+        if e["type"] == "final" and turn_start - SPAN_SLACK_MS <= e["start_ms"] <= turn_end
+    ]
+    finals = [f for f in finals if f]
+    return bool(finals) and all(f in said for f in finals)
+
+
 def measure_turn(
     speech_ms: list[Interval], reference: str, events: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -176,6 +193,7 @@ def measure_turn(
         "answer_after_end": bool(answer and answer.start_ms >= turn_end),
         "wer": None,
         "coverage": None,
+        "holds_all_finals": None,
         "whole": False,
         "voice_to_voice_ms": None,
     }
@@ -187,10 +205,11 @@ def measure_turn(
         if heard is not None:
             covered = _overlap([heard], speech_ms) / max(1.0, sum(b - a for a, b in speech_ms))
             row["coverage"] = round(covered, 3)
+        row["holds_all_finals"] = _holds_all_finals(answer.text, events, turn_start, turn_end)
         good = (
-            row["wer"] <= WHOLE_WER
-            if row["wer"] is not None
-            else (row["coverage"] or 0.0) >= WHOLE_COVERAGE
+            (row["wer"] is not None and row["wer"] <= WHOLE_WER)
+            or (row["coverage"] or 0.0) >= WHOLE_COVERAGE
+            or row["holds_all_finals"]
         )
         row["whole"] = row["answer_after_end"] and good
     live = _live_replies(events)
