@@ -55,6 +55,7 @@ SPAN_SLACK_MS = 300  # the recognised span's edges may miss this much (VAD onset
 # depend on the length, a reply still plays over any pause of the sets, and the run
 # stays near five minutes a mode on 2 cores.
 TURN_REPLY_TOKENS = BENCH_REPLY_TOKENS // 2
+TIMELINE_KEYS = ("type", "audio_ms", "reply_id", "utterance_id", "text", "start_ms", "end_ms")
 HESITATION_TARGET_S = 1.5  # the target covers hesitations up to this long
 
 # A mode is a name and "section.key" overrides; adding one is one line. Keys the
@@ -277,6 +278,13 @@ def run_item(item: TurnItem, settings: Settings, engines: Any) -> dict[str, Any]
     row["finals"] = [e["text"] for e in result.events if e["type"] == "final"]
     row["errors"] = [e.get("code") for e in result.events if e["type"] == "error"]
     row["wall_s"] = round(time.perf_counter() - started, 1)
+    if row["cut_ins"] or not row["whole"]:  # what to look at: the turn's decisions, in order
+        row["speech_ms"] = [[round(a), round(b)] for a, b in speech_ms]
+        row["timeline"] = [
+            {k: v for k, v in e.items() if k in TIMELINE_KEYS}
+            for e in result.events
+            if e["type"] not in ("partial", "audio_chunk", "reply_text", "state")
+        ]
     return row
 
 
