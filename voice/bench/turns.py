@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -343,6 +344,9 @@ def bench_turns(
         every = [r for rows in rows_by_set.values() for r in rows]
         entry["whole_turn_rate_all_sets"] = _rate(sum(r["whole"] for r in every), len(every))
         entry["wall_s"] = round(time.perf_counter() - started, 1)
+        # Virtual time charges real compute: under other load every decision comes late
+        # (fewer cut-ins, seconds of voice-to-voice). Compare modes run at like load.
+        entry["load_avg_1min_at_end"] = round(os.getloadavg()[0], 2)
         report["modes"][mode] = entry
         report["turns"][mode] = every
     return report
