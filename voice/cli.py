@@ -304,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
             "vad",
             "reply",
             "conversation",
+            "turns",
             "serve",
             "desk",
             "disconnect",
@@ -343,8 +344,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="desk: only one-minute drift sessions, N with the clock-drift correction on "
         "and N off (with --busy 2 the rig's echo path drifts)",
     )
+    p.add_argument(
+        "--sets",
+        help="turns: comma-separated sets of hesitation, pairs, conversation (default: all)",
+    )
+    p.add_argument(
+        "--modes",
+        help="turns: comma-separated modes, e.g. default,patient,model,fixed (default: default)",
+    )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
-    p.add_argument("--limit", type=int, help="use only the first N clips")
+    p.add_argument("--limit", type=int, help="use only the first N clips (turns: N per set)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _settings_args(p)
     _llm_args(p)

@@ -1,4 +1,5 @@
-"""Benchmarks: ``voice bench asr|vad|reply|conversation|serve|desk|disconnect|soak|hostile|fuzz``.
+"""Benchmarks: ``voice bench WHAT``: asr, vad, reply, conversation, turns, serve, desk,
+disconnect, soak, hostile, fuzz.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -48,6 +49,16 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
 
         counts = [int(n) for n in str(args.clients).split(",") if n.strip()]
         report = bench_serve(load_corpus(args.corpus), counts, config=args.config)
+    elif args.what == "turns":
+        from voice.bench.turns import bench_turns
+
+        report = bench_turns(
+            settings,
+            sets=_names(args.sets),
+            modes=_names(args.modes),
+            limit=args.limit,
+            corpus=args.corpus,
+        )
     elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation
 
@@ -69,6 +80,12 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(format_report(report))
     return 0
+
+
+def _names(text: str | None) -> list[str] | None:
+    """A comma-separated flag as a list (None when not given: the bench's default)."""
+    names = [n.strip() for n in (text or "").split(",") if n.strip()]
+    return names or None
 
 
 def format_report(report: dict[str, Any], indent: str = "") -> str:

@@ -1,0 +1,233 @@
+"""`voice bench turns`: the measuring on scripted event timelines, and the building of
+its sets on synthetic audio (pure logic; the real models only run in the bench)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from voice.audio import write_wav
+from voice.bench.corpus import Clip
+from voice.bench.turns import MODES, measure_turn, mode_settings, play_spans, summarize_set
+from voice.bench.turnsets import (
+    TurnItem,
+    build_hesitations,
+    build_pairs,
+    floor_turns,
+    hesitation_point,
+    read_rttm,
+    read_textgrid_words,
+    room_tone,
+    splice,
+)
+from voice.config import Settings
+
+RATE = 16000
+CONVERSATION = Path(__file__).parents[1] / "corpus" / "conversation"
+
+
+def ev(kind: str, ms: float, reply_id: int | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": kind, "audio_ms": ms, **extra}
+    if reply_id is not None:
+        out["reply_id"] = reply_id
+    return out
+
+
+def reply(rid: int, start: float, audio: float, text: str = "x", uid: int = 1) -> list[Any]:
+    return [
+        ev("reply_start", start, rid, text=text, utterance_id=uid, speculative=False),
+        ev("playback_start", audio, rid),
+    ]
+
+
+# Two stretches of speech with a 1 s pause between: 1000-2000 ms and 3000-4000 ms.
+SPEECH = [(1000.0, 2000.0), (3000.0, 4000.0)]
+
+
+def test_a_reply_played_inside_the_pause_is_a_cut_in_and_its_talk_over_runs_to_the_pause() -> None:
+    events = [
+        *reply(1, 2600, 2800, "Hello there."),
+        ev("paused", 3150, 1),  # the user resumed at 3000: 150 ms over their speech
+        ev("interrupted", 3400, 1),
+        ev("reply_end", 3400, 1, interrupted=True),
+        *reply(2, 4600, 4700, "hello there how are you", uid=2),
+        ev("reply_end", 9000, 2, interrupted=False),
+    ]
+    row = measure_turn(SPEECH, "hello there how are you", events)
+    assert row["cut_ins"] == 1
+    assert row["mid_turn_pauses"] == 1 and row["pauses_with_reply_start"] == 1
+    assert row["talk_over_ms"] == [150]
+    assert row["answer_text"] == "hello there how are you" and row["answer_after_end"]
+    assert row["wer"] == 0.0 and row["whole"]
+    assert row["voice_to_voice_ms"] == 700
+
+
+def test_a_reply_started_in_the_pause_but_cancelled_before_audio_is_no_cut_in() -> None:
+    events = [
+        ev("reply_start", 2700, 1, text="hello", utterance_id=1, speculative=True),
+        ev("reply_end", 3050, 1, interrupted=True),
+        *reply(2, 4500, 4600, "hello there"),
+    ]
+    row = measure_turn(SPEECH, "hello there", events)
+    assert row["cut_ins"] == 0 and row["talk_over_ms"] == []
+    assert row["pauses_with_reply_start"] == 1  # the decision was taken in the pause
+    assert row["voice_to_voice_ms"] == 600
+
+
+def test_a_reply_that_plays_on_over_the_end_answers_a_fragment_and_has_no_voice_to_voice() -> None:
+    events = [*reply(1, 2500, 2700, "hello"), ev("reply_end", 8000, 1, interrupted=False)]
+    row = measure_turn(SPEECH, "hello there how are you", events)
+    assert row["cut_ins"] == 1
+    assert row["talk_over_ms"] == [1000]  # all of the second stretch
+    assert row["answer_text"] == "hello" and not row["answer_after_end"] and not row["whole"]
+    assert row["voice_to_voice_ms"] is None
+
+
+def test_without_a_reference_the_recognised_span_must_cover_the_turn() -> None:
+    metrics = {"user_start_ms": 3200, "user_end_ms": 3700}  # 300 ms slack each side
+    row = measure_turn(SPEECH, "", [*reply(1, 4500, 4600), ev("turn_metrics", 9000, 1, **metrics)])
+    assert row["coverage"] == 0.5 and not row["whole"]
+    metrics["user_start_ms"] = 1250
+    full = [*reply(1, 4500, 4600), ev("turn_metrics", 9000, 1, **metrics)]
+    assert measure_turn(SPEECH, "", full)["whole"]
+
+
+def test_an_answer_that_holds_the_words_before_the_pause_is_whole_despite_asr_errors() -> None:
+    def final(ms: float, text: str, start: float) -> dict[str, Any]:
+        return ev("final", ms, text=text, start_ms=start, end_ms=ms, utterance_id=1)
+
+    finals = [final(2100, "Hello there.", 1000), final(4100, "how are ewe", 3000)]
+    merged = measure_turn(SPEECH, "hello there how are you today my friend", [
+        *finals, *reply(1, 4500, 4600, "Hello there. how are ewe")
+    ])  # fmt: skip
+    assert merged["wer"] > 0.25 and merged["holds_all_finals"] and merged["whole"]
+    fragment = measure_turn(SPEECH, "hello there how are you today my friend", [
+        *finals, *reply(1, 4500, 4600, "how are ewe")
+    ])  # fmt: skip
+    assert not fragment["holds_all_finals"] and not fragment["whole"]
+
+
+def test_play_spans_follow_pause_and_resume() -> None:
+    events = [
+        ev("playback_start", 100, 1),
+        ev("paused", 200, 1),
+        ev("resumed", 500, 1),
+        ev("reply_end", 900, 1, interrupted=False),
+    ]
+    assert play_spans(events) == {1: [(100, 200), (500, 900)]}
+
+
+def test_set_summary_counts_per_minute_and_by_pause() -> None:
+    def row(cut_ins: int, pause_s: float, whole: bool) -> dict[str, Any]:
+        return {
+            "speech_s": 30.0, "cut_ins": cut_ins, "mid_turn_pauses": 4,
+            "pauses_with_reply_start": cut_ins, "talk_over_ms": [100] * cut_ins,
+            "whole": whole, "answer_text": "x", "voice_to_voice_ms": 500, "pause_s": pause_s,
+        }  # fmt: skip
+
+    summary = summarize_set([row(2, 0.5, False), row(0, 2.0, True)])
+    assert summary["cut_in_rate"] == 0.5 and summary["cut_ins_per_min"] == 2.0
+    assert summary["pause_reply_start_rate"] == 0.25
+    assert summary["whole_turn_rate"] == 0.5
+    assert summary["cut_in_rate_by_pause"] == {"0.5s": 1.0, "2.0s": 0.0}
+    assert summary["cut_in_rate_up_to_1.5s"] == 1.0
+
+
+def test_a_mode_may_name_settings_that_do_not_exist_yet(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        s, skipped = mode_settings(
+            Settings(), {"turn.complete_silence_ms": 900, "turn.continue_window_ms": 3000}
+        )
+    assert s.turn.complete_silence_ms == 900
+    assert skipped == ["turn.continue_window_ms"] and "continue_window_ms" in caplog.text
+    for overrides in MODES.values():
+        assert mode_settings(Settings(), overrides)[1] == []
+
+
+# -- the sets ------------------------------------------------------------------------
+
+
+def tone_words(words: list[tuple[str, float, float]], seconds: float) -> np.ndarray:
+    """A quiet noise floor with a loud tone where each word is."""
+    rng = np.random.default_rng(0)
+    audio = (rng.standard_normal(int(seconds * RATE)) * 0.002).astype(np.float32)
+    t = np.arange(len(audio)) / RATE
+    for _, start, end in words:
+        span = (t >= start) & (t < end)
+        audio[span] += 0.3 * np.sin(2 * np.pi * 220 * t[span]).astype(np.float32)
+    return audio
+
+
+WORDS = [
+    (" He", 0.3, 0.5), (" walked", 0.55, 0.9), (" out", 0.95, 1.1), (" of", 1.1, 1.25),
+    (" the", 1.3, 1.45), (" old", 1.55, 1.8), (" house", 1.85, 2.3), (" today.", 2.35, 2.8),
+]  # fmt: skip
+
+
+def test_the_pause_goes_after_the_function_word_nearest_the_middle() -> None:
+    index, boundary = hesitation_point(WORDS) or (-1, 0.0)
+    assert WORDS[index][0] == " the" and 1.45 <= boundary <= 1.55
+    assert hesitation_point([(" Go", 0.0, 0.2), (" to", 0.2, 0.3)]) is None  # "to" is last
+
+
+def test_room_tone_is_the_clips_own_quiet_not_digital_silence() -> None:
+    audio = tone_words(WORDS, 3.0)
+    tone = room_tone(audio, 1.2)
+    assert len(tone) == int(1.2 * RATE)
+    rms = float(np.sqrt(np.mean(tone**2)))
+    assert 0.0005 < rms < 0.005
+
+
+def test_a_spliced_pause_is_a_gap_in_the_ground_truth(tmp_path: Path) -> None:
+    audio = tone_words(WORDS, 3.0)
+    assert len(splice(audio, 1.5, 1.0)) == len(audio) + RATE
+    write_wav(tmp_path / "a.wav", audio)
+    clip = Clip("librispeech_x", tmp_path / "a.wav", 3.0, "he walked out of the old house today",
+                "speech", [])  # fmt: skip
+    items = build_hesitations([clip], lambda _: WORDS)
+    assert len(items) == 1
+    item = items[0]
+    assert item.pause_s == 0.5 and "the [0.5 s] old" in item.note
+    assert item.reference == clip.text
+    longest = max(b - a for a, b in item.pauses)
+    assert 0.55 <= longest <= 0.7  # the spliced pause and the words' own gap around it
+    assert abs(item.speech[0][0] - (0.5 + 0.3)) < 0.05  # the lead of room tone
+
+
+def test_pairs_join_one_speakers_sentences(tmp_path: Path) -> None:
+    clips = []
+    for name in ("s1", "s2", "t1"):
+        write_wav(tmp_path / f"{name}.wav", tone_words(WORDS, 3.0))
+        clips.append(Clip(name, tmp_path / f"{name}.wav", 3.0, f"text {name}", "speech", []))
+    items = build_pairs(clips, {"s1": "S", "s2": "S", "t1": "T"})
+    assert [i.name for i in items] == ["pair-s1+s2"]
+    item = items[0]
+    assert item.reference == "text s1 text s2" and item.pause_s == 0.8
+    assert abs(max(b - a for a, b in item.pauses) - 0.8) < 0.05
+
+
+def test_meeting_turns_end_when_another_speaker_takes_the_floor() -> None:
+    turns = floor_turns(read_rttm(CONVERSATION / "ami_es2004_excerpt.rttm")["mixture"])
+    assert [(s, round(t, 2)) for s, t, _ in turns] == [
+        ("FEE016", 0.0),
+        ("MEO015", 5.18),
+        ("FEE013", 7.43),
+        ("FEE016", 29.78),
+        ("MEO015", 44.46),
+    ]
+    # FEE016's 2 s interjection at 53.8 s is inside MEO015's segment: talked through.
+    assert [(round(a, 2), round(b, 2)) for a, b in turns[-1][2]] == [(44.46, 60.0)]
+
+
+def test_textgrid_words_are_read_with_their_times() -> None:
+    words = read_textgrid_words(CONVERSATION / "mfa_acoustic_corpus.TextGrid")
+    assert words[:3] == [("this", 1.05, 1.2), ("is", 1.2, 1.34), ("the", 1.34, 1.46)]
+
+
+def test_turn_item_pauses_are_the_gaps_between_speech() -> None:
+    item = TurnItem("x", "pairs", np.zeros(RATE, np.float32), [(0.5, 1.0), (1.3, 2.0)])
+    assert item.pauses == [(1.0, 1.3)] and item.speech_s == pytest.approx(1.2)
