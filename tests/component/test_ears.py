@@ -89,9 +89,9 @@ def test_an_utterance_longer_than_whisper_window(engine) -> None:  # type: ignor
     seen: list[int] = []
     original = engine.transcribe
 
-    def spy(audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+    def spy(audio, context="", with_timestamps=False, final=False, **more):  # type: ignore[no-untyped-def]
         seen.append(len(audio))
-        return original(audio, context, with_timestamps, final)
+        return original(audio, context, with_timestamps, final, **more)
 
     engine.transcribe = spy
     try:

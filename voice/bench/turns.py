@@ -62,10 +62,22 @@ HESITATION_TARGET_S = 1.5  # the issue's target covers hesitations up to this lo
 # A mode is a name and "section.key" overrides; adding one is one line. Keys the
 # Settings do not know (yet) are skipped with a warning, so a mode can name a setting
 # before the code that reads it lands.
+# "text_only" is the end of turn as it was before issue 21 (the text rule on Whisper's
+# words, 1.2 s after unfinished words, no merging); each measure is then added alone.
+TEXT_ONLY: dict[str, Any] = {
+    "turn.use_word_timing": False,
+    "turn.continue_turns": False,
+    "turn.incomplete_silence_ms": 1200,
+    "turn.filler_silence_ms": 1200,
+}
 MODES: dict[str, dict[str, Any]] = {
     "default": {},
-    "patient": {"turn.incomplete_silence_ms": 2500, "turn.complete_silence_ms": 800},
+    "text_only": TEXT_ONLY,
+    "word_timing": {**TEXT_ONLY, "turn.use_word_timing": True},
+    "waits": {**TEXT_ONLY, "turn.incomplete_silence_ms": 2000, "turn.filler_silence_ms": 2500},
+    "merge": {**TEXT_ONLY, "turn.continue_turns": True},
     "model": {"turn.use_model": True},
+    "patient": {"turn.complete_silence_ms": 800},
     "fixed": {"turn.use_text": False, "turn.use_model": False, "vad.end_silence_ms": 600},
 }
 
