@@ -107,6 +107,22 @@ def test_going_on_after_an_early_reply_is_answered_as_one_turn(engines: Engines)
     assert len(users) == 1 and words(users[0]) == words(answered["text"])
 
 
+def test_a_meeting_turn_is_cut_in_on_at_most_once(engines: Engines) -> None:
+    """An AMI meeting turn (one headset microphone, 17.8 s of spontaneous speech with 8
+    pauses of 0.2 s or more, others heard faintly in the background), measured as
+    ``voice bench turns`` measures it: at most one reply starts to play inside it."""
+    from pathlib import Path
+
+    from voice.bench.turns import run_item
+    from voice.bench.turnsets import build_conversation
+
+    folder = Path(__file__).parents[1] / "corpus" / "conversation"
+    (item,) = [i for i in build_conversation(folder) if i.name == "ami-es2004-FEE013-7.4s"]
+    row = run_item(item, settings(), engines)
+    assert row["mid_turn_pauses"] >= 5
+    assert row["cut_ins"] <= 1, row.get("timeline")
+
+
 def test_the_first_turn_is_as_fast_as_the_second() -> None:
     """Freshly loaded (and so warmed) engines: the first turn pays no start-up cost."""
     fresh = Engines.load(settings())
