@@ -70,7 +70,7 @@ def test_one_run_on_sentence_ends_at_the_length_cap() -> None:
 
 def test_a_repeated_sentence_is_a_loop_and_is_never_spoken() -> None:
     text = "You're right, I'm not a tester. You're right, I'm not a tester. You're right."
-    guard, _ = run(text, ReplyLimits(max_sentences=5))
+    guard, _ = run(text, ReplyLimits(max_sentences=5, ngram=8))
     assert guard.text.strip() == "You're right, I'm not a tester."
     assert guard.reason == "loop"
 
@@ -79,8 +79,17 @@ def test_a_sentence_of_a_recent_reply_is_not_said_again_even_as_the_first() -> N
     recent = (sentence_key("You're right, I'm not a tester."),)
     text = "You're right, I'm not a tester. I can help you plan your day."
     guard, _ = run(text, ReplyLimits(max_sentences=5, recent=recent))
-    assert guard.text == ""  # held while it matched, dropped when it was the same
+    assert guard.text == "I can help you plan your day."  # held while it matched, skipped
+    text = "Sure, I can help you plan it. You're right, I'm not a tester. Bye."
+    guard, _ = run(text, ReplyLimits(max_sentences=5, recent=recent))
+    assert guard.text.strip() == "Sure, I can help you plan it."
     assert guard.reason == "repeat"
+
+
+def test_a_stutter_is_a_loop() -> None:
+    guard, _ = run("L'Alma: No, no, no, no, no, no, no, no.", ReplyLimits(ngram=6))
+    assert guard.reason == "loop"
+    assert guard.text.lower().count("no") < 4
 
 
 def test_text_that_only_starts_like_a_recent_sentence_is_released_whole() -> None:
@@ -100,8 +109,9 @@ def test_a_repeated_run_of_words_inside_a_sentence_is_a_loop() -> None:
 def test_the_first_chunk_is_not_held_back() -> None:
     """First audio is not delayed: the first clause comes out as soon as the chunker
     hands it out, with every limit on."""
-    limits = ReplyLimits(max_sentences=2, max_chars=120, ngram=5, recent=((
-        "something", "else", "entirely", "said"),))
+    limits = ReplyLimits(
+        max_sentences=2, max_chars=120, ngram=5, recent=(("something", "else", "entirely", "said"),)
+    )
     guard = ReplyGuard(SentenceChunker(first_chunk_max_chars=24), limits)
     plain = SentenceChunker(first_chunk_max_chars=24)
     text = "Well, the capital of France is Paris, a city on the Seine."
@@ -117,14 +127,17 @@ def test_short_sentences_may_recur() -> None:
 
 def test_detectors() -> None:
     assert words_of("You’re RIGHT!") == ["you're", "right"]
-    assert repeated_ngram("a b c a b c".split(), 3) == 5
-    assert repeated_ngram("a b c d a b".split(), 3) is None
-    assert repeated_ngram("the the the the the the".split(), 5) == 5
+    assert repeated_ngram(["a", "b", "c", "a", "b", "c"], 3) == 5
+    assert repeated_ngram(["a", "b", "c", "d", "a", "b"], 3) is None
+    assert repeated_ngram(["the", "the", "the", "the", "the", "the"], 5) == 3  # a stutter
     assert split_sentences("Dr. Smith is in. Come at 10.30 please! Ok?") == [
-        "Dr. Smith is in.", "Come at 10.30 please!", "Ok?"
+        "Dr. Smith is in.",
+        "Come at 10.30 please!",
+        "Ok?",
     ]
-    assert has_loop("I am here. I am here.", ngram=0) is False  # short: not a loop
-    assert has_loop("I am here now. I am here now.", ngram=0)
+    assert has_loop("I am a nurse. I am a nurse.", ngram=0) is False  # short: not a loop
+    assert has_loop("I am here right now. I am here right now.", ngram=0)
+    assert repeated_ngram(["no", "no", "no", "no"], 6) == 3
     assert has_loop("one two three four five and one two three four five", ngram=5)
     assert not has_loop("Paris is the capital of France. It has a big tower.", ngram=5)
 
@@ -135,8 +148,14 @@ def test_a_generation_cut_at_the_cap_speaks_and_keeps_only_its_sentences() -> No
     from voice.conversation.generation import Generation
     from voice.think.history import History
 
-    history = History("Be brief.", 2048, 100, lambda ms: sum(len(m.content) for m in ms),
-                      ReplyLimits(max_sentences=2), repeat_window=3)
+    history = History(
+        "Be brief.",
+        2048,
+        100,
+        lambda ms: sum(len(m.content) for m in ms),
+        ReplyLimits(max_sentences=2),
+        repeat_window=3,
+    )
     gen = Generation(1, 1, "hi", history.prompt_for("hi"), False, SentenceChunker(), 0.0)
     text = "Hello there. I am fine. I like long walks. And tea."
     shown = ""
@@ -177,7 +196,11 @@ def test_the_history_budget_keeps_the_latest_turns() -> None:
         history.add_turn(f"question {i}", f"answer number {i}")
     prompt = history.prompt_for("new")
     assert [m.content for m in prompt[1:]] == [
-        "question 8", "answer number 8", "question 9", "answer number 9", "new"
+        "question 8",
+        "answer number 8",
+        "question 9",
+        "answer number 9",
+        "new",
     ]
 
 

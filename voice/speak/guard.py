@@ -9,9 +9,11 @@ what may be spoken. It stops the reply
 
 * after ``max_sentences`` sentences ("sentences"),
 * at the last sentence boundary before ``max_chars`` ("length"),
-* when a sentence repeats one of this reply or of the recent replies
+* when a sentence repeats one of this reply ("loop") or of the recent replies
   ("repeat"), or the words repeat an ``ngram``-word run already said in this
-  reply ("loop").
+  reply, or stutter ("no, no, no, no": "loop"). A reply that would open with a
+  recent reply's sentence skips that sentence instead (once): silence is no
+  answer, and what follows is often new.
 
 What it drops was never spoken, so it is not in the reply's text either: the
 history keeps exactly what was said. A chunk is released the moment it is
@@ -30,8 +32,12 @@ from voice.speak.chunking import SentenceChunker
 
 _WORD = re.compile(r"[a-z0-9']+")
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]}*_`]*\s*$")
-# A sentence this short ("Sure.", "I see.") may recur without being a loop.
-MIN_REPEAT_WORDS = 4
+# A sentence this short ("Sure.", "I'm a nurse, Sam.": a fact asked for again) may
+# recur without being a loop.
+MIN_REPEAT_WORDS = 5
+# A unit of up to this many words said this many times in a row is a loop ("no, no,
+# no, no"), however short.
+STUTTER_WORDS, STUTTER_TIMES = 3, 4
 
 
 def words_of(text: str) -> list[str]:
@@ -51,16 +57,30 @@ def split_sentences(text: str) -> list[str]:
 
 
 def repeated_ngram(words: Sequence[str], n: int) -> int | None:
-    """Index of the first word that completes an ``n``-word run seen earlier, or None."""
+    """Index of the first word that completes an ``n``-word run seen earlier, or of a
+    short unit said ``STUTTER_TIMES`` times in a row; None if neither happens."""
     if n <= 0:
         return None
     seen: set[tuple[str, ...]] = set()
-    for end in range(n, len(words) + 1):
-        gram = tuple(words[end - n : end])
-        if gram in seen:
+    for end in range(1, len(words) + 1):
+        if _stutters(words, end):
             return end - 1
-        seen.add(gram)
+        if end >= n:
+            gram = tuple(words[end - n : end])
+            if gram in seen:
+                return end - 1
+            seen.add(gram)
     return None
+
+
+def _stutters(words: Sequence[str], end: int) -> bool:
+    for unit in range(1, STUTTER_WORDS + 1):
+        span = unit * STUTTER_TIMES
+        if end >= span:
+            run = words[end - span : end]
+            if all(run[i] == run[i % unit] for i in range(span)):
+                return True
+    return False
 
 
 def has_loop(text: str, ngram: int) -> bool:
@@ -96,6 +116,7 @@ class ReplyGuard:
     reason: str | None = None
     text: str = ""
     sentences: int = 0
+    skipped: int = 0  # opening sentences dropped as repeats of a recent reply
     _raw: str = ""
     _held: list[str] = field(default_factory=list)  # chunks of the sentence in progress
     _current: str = ""  # the sentence in progress: released and held chunks
@@ -180,13 +201,23 @@ class ReplyGuard:
                 self._stop("length")  # one run-on sentence: it ends at the cap
             return out
         if len(key) >= MIN_REPEAT_WORDS and key in self._said:
-            self._stop("loop" if key in self._own else "repeat")
+            if key in self._own or self.text.strip():
+                self._stop("loop" if key in self._own else "repeat")
+                return []
+            # Nothing said yet, and it opens with a recent reply's sentence: skip that
+            # sentence, not the whole reply (silence is no answer); the rest may be new.
+            self._held.clear()
+            self._current = ""
+            self.skipped += 1
+            if self.skipped > 1:
+                self._stop("repeat")
             return []
         self._current = ""
         self.sentences += 1
-        self._remember(key)
-        if len(key) >= MIN_REPEAT_WORDS:
-            self._own.add(key)
+        if limits.ngram > 0:  # loop checks on: this reply's sentences may not recur
+            self._remember(key)
+            if len(key) >= MIN_REPEAT_WORDS:
+                self._own.add(key)
         out = self._release([chunk])
         if limits.max_sentences and self.sentences >= limits.max_sentences:
             self._stop("sentences")
@@ -221,4 +252,3 @@ def _pieces(chunk: str) -> list[str]:
     """A chunk cut at the sentence ends inside it (whitespace kept, so they join back)."""
     splitter = SentenceChunker(first_chunk_min_chars=10**6, min_chars=1, max_chars=10**6)
     return [p for p in splitter.push(chunk) + splitter.flush() if p]
-
