@@ -301,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
             "asr",
             "vad",
             "reply",
+            "replies",
             "conversation",
             "serve",
             "desk",
@@ -340,6 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="desk: only one-minute drift sessions, N with the clock-drift correction on "
         "and N off (with --busy 2 the rig's echo path drifts)",
+    )
+    p.add_argument(
+        "--configs",
+        help="replies: configurations to run, comma-separated (default: all; see "
+        "voice/bench/replies.py)",
     )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips")

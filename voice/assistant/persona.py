@@ -27,7 +27,6 @@ from voice.config import Settings, read_toml
 from voice.errors import ConfigError
 
 
-
 @dataclass(frozen=True)
 class ReplyLength:
     """An instruction for the model, and what the reply path enforces whatever the

@@ -35,7 +35,10 @@ class Prompt(list[Message]):
     """
 
     def __init__(
-        self, messages: Iterable[Message], seed: int | None = None, limits: ReplyLimits | None = None
+        self,
+        messages: Iterable[Message],
+        seed: int | None = None,
+        limits: ReplyLimits | None = None,
     ) -> None:
         super().__init__(messages)
         self.seed = seed
