@@ -29,7 +29,7 @@ from voice.config import Settings
 from voice.speak.guard import MIN_REPEAT_WORDS, has_loop, sentence_key, split_sentences, words_of
 from voice.speak.reply import ReplyDone, SpokenAudio, speak_reply
 from voice.speak.tts import PiperTts
-from voice.think.backend import LlmBackend, LlmConfig, make_backend
+from voice.think.backend import LlmBackend, LlmConfig, make_backend, prefill
 from voice.think.history import History
 
 from .replies_turns import DIALOGUES, Dialogue
@@ -139,6 +139,7 @@ def run_dialogue(
         )
         earlier |= keys
         history.add_turn(turn.text, done.text)
+        prefill(llm, history.so_far())  # idle time: a real user is speaking now
     return rows
 
 
