@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,8 @@ from voice.think.backend import LlmBackend, LlmConfig, make_backend, prefill
 from voice.think.history import History
 
 from .replies_turns import DIALOGUES, Dialogue
+
+log = logging.getLogger(__name__)
 
 LOOP_NGRAM = 6  # the bench's own loop test, whatever the guard is set to
 
@@ -59,7 +62,7 @@ def _all(llm: LlmConfig) -> None:
     """Everything on: the shipped defaults (each dialogue's persona still applies)."""
 
 
-CAPS = {"reply_sentences": 2, "reply_max_chars": 160}
+CAPS = {"reply_sentences": 2, "reply_max_chars": 120}
 LOOPS = {"loop_ngram": 6, "repeat_window": 3}
 CONFIGS: dict[str, Callable[[LlmConfig], None]] = {
     "today": _today,
@@ -87,6 +90,26 @@ def _settings_for(
     if settings.llm.seed < 0:
         settings.llm.seed = 1
     return settings
+
+
+def _use_sampling(llm: LlmBackend, config: LlmConfig) -> None:
+    """Sampling is the backend's own setting (one model serves every conversation):
+    the benchmark sets it on the one backend it shares between configurations."""
+    own = getattr(llm, "config", None)
+    if isinstance(own, LlmConfig):
+        for name in SAMPLING:
+            setattr(own, name, getattr(config, name))
+
+
+SAMPLING = (
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+)
 
 
 def run_dialogue(
@@ -157,6 +180,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "words": p50_p95([float(r["words"]) for r in rows]),
         "audio_s": p50_p95([float(r["audio_s"]) for r in rows]),
         "loops": sum(r["loop"] for r in rows),
+        "silent": sum(not r["reply"] for r in rows),
         "repeats": sum(r["repeat"] for r in rows),
         "on_topic": share("question"),
         "followups_use_earlier_turn": share("followup"),
@@ -193,8 +217,10 @@ def bench_replies(
         rows: list[dict[str, Any]] = []
         for number, dialogue in enumerate(dialogues):
             local = _settings_for(settings, dialogue, CONFIGS[name])
+            _use_sampling(llm, local.llm)
             rows += run_dialogue(llm, tts, local, dialogue, seed + number)
         report["configs"][name] = _summary(rows)
+        log.warning("replies: %s done: %s", name, report["configs"][name])  # progress
         report["replies"][name] = rows
     return report
 
