@@ -41,7 +41,7 @@ class ReplyLength:
 
 REPLY_LENGTHS = {
     "short": ReplyLength("Answer in one short sentence.", 40, 1, 100),
-    "medium": ReplyLength("Answer in two or three short sentences.", 90, 3, 240),
+    "medium": ReplyLength("Answer in two or three short sentences.", 90, 3, 200),
     "long": ReplyLength("Answer in up to five sentences.", 160, 5, 480),
 }
 # barge_in -> the voiced run over a reply that pauses it (ms); None = half-duplex
