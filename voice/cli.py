@@ -303,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
             "asr",
             "vad",
             "reply",
+            "replies",
             "conversation",
             "turns",
             "serve",
@@ -351,6 +352,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--modes",
         help="turns: comma-separated modes, e.g. default,patient,model,fixed (default: default)",
+    )
+    p.add_argument(
+        "--configs",
+        help="replies: configurations to run, comma-separated (default: all; see "
+        "voice/bench/replies.py)",
     )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips (turns: N per set)")

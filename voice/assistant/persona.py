@@ -7,7 +7,7 @@ voice = "default"          # a Piper voice: "default" or a path to a .onnx
 speaking_rate = 0.85       # 1.0 is the voice's own pace
 pitch = 0.85               # 1.0 is the voice's own pitch; lower is deeper
 greeting = "What do you want? I'm busy."
-reply_length = "short"     # short (one sentence), medium (two or three), long
+reply_length = "short"     # short (one sentence), medium (up to three), long (five)
 backchannels = "aye hmm yeah uh-huh"   # words that do not interrupt it
 barge_in = "low"           # how easily speech over it stops it: off, low, normal, high
 ```
@@ -26,11 +26,23 @@ from pathlib import Path
 from voice.config import Settings, read_toml
 from voice.errors import ConfigError
 
-# reply_length -> (an instruction for the model, a hard cap in tokens)
+
+@dataclass(frozen=True)
+class ReplyLength:
+    """An instruction for the model, and what the reply path enforces whatever the
+    model does (a tiny model ignores the instruction): a token cap, and the sentences
+    and characters the spoken reply ends at (voice.speak.guard)."""
+
+    instruction: str
+    max_tokens: int
+    sentences: int
+    max_chars: int
+
+
 REPLY_LENGTHS = {
-    "short": ("Answer in one short sentence.", 40),
-    "medium": ("Answer in two or three short sentences.", 90),
-    "long": ("Answer in up to five sentences.", 160),
+    "short": ReplyLength("Answer in one short sentence.", 40, 1, 100),
+    "medium": ReplyLength("Answer in two or three short sentences.", 90, 3, 200),
+    "long": ReplyLength("Answer in up to five sentences.", 160, 5, 480),
 }
 # barge_in -> the voiced run over a reply that pauses it (ms); None = half-duplex
 BARGE_IN = {"off": None, "low": 250, "normal": 80, "high": 50}
@@ -79,7 +91,11 @@ class Persona:
             prompt = (self.system_prompt or "").strip() or settings.llm.system_prompt
             instruction = ""
             if self.reply_length is not None:
-                instruction, out.llm.max_reply_tokens = REPLY_LENGTHS[self.reply_length]
+                length = REPLY_LENGTHS[self.reply_length]
+                instruction = length.instruction
+                out.llm.max_reply_tokens = length.max_tokens
+                out.llm.reply_sentences = length.sentences
+                out.llm.reply_max_chars = length.max_chars
             out.llm.system_prompt = (
                 f"{prompt} Your replies are spoken aloud: plain words, no lists, markdown "
                 f"or emoji. {instruction}"

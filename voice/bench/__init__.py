@@ -1,5 +1,5 @@
-"""Benchmarks: ``voice bench WHAT``: asr, vad, reply, conversation, turns, serve, desk,
-disconnect, soak, hostile, fuzz.
+"""Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
+turns, serve, desk, disconnect, soak, hostile, fuzz.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -63,6 +63,14 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.conversation import bench_conversation
 
         report = bench_conversation(load_corpus(args.corpus), settings, limit=args.limit)
+    elif args.what == "replies":
+        from voice.bench.replies import bench_replies, format_table
+
+        configs = [c.strip() for c in args.configs.split(",")] if args.configs else None
+        report = bench_replies(settings, configs, limit=args.limit)
+        if not args.json:
+            print(format_table(report))
+            return 0
     elif args.what == "reply":
         from voice.bench.reply import bench_reply
 

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from voice.speak.chunking import SentenceChunker
 from voice.speak.directions import StageDirections
+from voice.speak.guard import ReplyGuard, ReplyLimits
 from voice.think.backend import Message
 
 Float32Array = npt.NDArray[np.float32]
@@ -52,33 +53,56 @@ class Generation:
     first_token_ms: float | None = None
     first_audio_ready_ms: float | None = None
     directions: StageDirections = field(default_factory=StageDirections)
+    # The reply's limits (sentences, length, loops) come with its prompt (a History's
+    # Prompt); a plain list of messages has none.
+    guard: ReplyGuard = field(init=False)
+    _ends_space: bool = False
+
+    def __post_init__(self) -> None:
+        limits = getattr(self.messages, "limits", None)
+        self.guard = ReplyGuard(self.chunker, limits if limits is not None else ReplyLimits())
 
     @property
     def text(self) -> str:
+        """What will be spoken: a model's text past where its guard stopped never is."""
         return "".join(self.text_parts)
 
+    @property
+    def stopped_early(self) -> bool:
+        """The guard ended the reply (it said enough, or began to loop): the model may
+        stop generating."""
+        return self.guard.stopped
+
     def add_delta(self, delta: str, now_ms: float) -> str:
-        """Take a delta from the LLM; returns the part of it that will be spoken."""
+        """Take a delta from the LLM; returns the text it releases to be spoken (whole
+        chunks, as the voice gets them)."""
         if self.first_token_ms is None:
             self.first_token_ms = now_ms
         if not self.said:  # the application's own words are spoken as given
             delta = self.directions.push(delta)
-        if self.text_parts and self.text_parts[-1].endswith(" ") and delta.startswith(" "):
+        if self._ends_space and delta.startswith(" "):
             delta = delta.lstrip(" ")  # "word (smiles) word": one space, not two
-        self.text_parts.append(delta)
-        self.pending_chunks.extend(c for c in self.chunker.push(delta) if c.strip())
-        return delta
+        if delta:
+            self._ends_space = delta.endswith(" ")
+        if self.said:
+            return self._speak(self.chunker.push(delta))
+        return self._speak(self.guard.push(delta))
 
     def finish_text(self) -> str:
-        """The text is complete; returns the last of it to show (what the direction
-        filter held back, undecided, until the end)."""
+        """The text is complete; returns the last of it to show (what the chunker and
+        the direction filter held back, undecided, until the end)."""
         self.llm_done = True
         tail = self.directions.flush()
-        if tail:
-            self.text_parts.append(tail)
-            self.pending_chunks.extend(c for c in self.chunker.push(tail) if c.strip())
-        self.pending_chunks.extend(c for c in self.chunker.flush() if c.strip())
-        return tail
+        if self.said:
+            return self._speak(self.chunker.push(tail) + self.chunker.flush())
+        return self._speak(self.guard.push(tail) + self.guard.flush())
+
+    def _speak(self, chunks: list[str]) -> str:
+        self.text_parts.extend(chunks)
+        self.pending_chunks.extend(c for c in chunks if c.strip())
+        if self.guard.stopped:
+            self.llm_done = True  # nothing more of it will be said
+        return "".join(chunks)
 
     @property
     def synthesis_done(self) -> bool:

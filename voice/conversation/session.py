@@ -554,6 +554,8 @@ class Session:
                 self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=tail))
             return
         spoken = gen.add_delta(delta, self.now_ms)
+        if gen.stopped_early:  # it said enough (or began to loop): free the model now
+            self._closing.append(gen.gen_id)
         if gen is self._reply and spoken:
             self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=spoken))
 

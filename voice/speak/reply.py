@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.speak.chunking import SentenceChunker
+from voice.speak.guard import ReplyGuard, ReplyLimits
 from voice.think.backend import LlmBackend, Message
 
 Float32Array = npt.NDArray[np.float32]
@@ -35,6 +36,8 @@ class Synthesizer(Protocol):
 
 @dataclass(frozen=True)
 class TextDelta:
+    """Text released to be spoken (whole chunks: what the guard dropped never shows)."""
+
     text: str
 
 
@@ -60,9 +63,11 @@ class ReplyTimings:
 
 @dataclass(frozen=True)
 class ReplyDone:
-    text: str
+    text: str  # what was spoken: the history's copy of the reply
     cancelled: bool
     timings: ReplyTimings = field(default_factory=ReplyTimings)
+    stop: str | None = None  # why the guard ended it: sentences, length, loop, repeat
+    generated: str = ""  # everything the model wrote, said or not (benchmarks)
 
 
 ReplyItem = TextDelta | SpokenAudio | ReplyDone
@@ -76,10 +81,17 @@ def speak_reply(
     messages: list[Message],
     cancel: threading.Event | None = None,
     first_chunk_max_chars: int = 24,
+    limits: ReplyLimits | None = None,
 ) -> Iterator[ReplyItem]:
-    """Stream a reply: text deltas as generated, audio per chunk as synthesised, then done."""
+    """Stream a reply: text as it is released to be spoken, audio per chunk as
+    synthesised, then done. ``limits`` (by default the prompt's, when it is a
+    History's Prompt) end the reply early: the model stops there too."""
     cancel = cancel or threading.Event()
     chunker = SentenceChunker(first_chunk_max_chars=first_chunk_max_chars)
+    if limits is None:
+        limits = getattr(messages, "limits", None) or ReplyLimits()
+    guard = ReplyGuard(chunker, limits)
+    generated: list[str] = []
     out: queue.Queue[object] = queue.Queue()
     chunks: queue.Queue[object] = queue.Queue()
     timings = ReplyTimings()
@@ -100,10 +112,11 @@ def speak_reply(
                 if timings.first_token_s is None:
                     timings.first_token_s = elapsed()
                 timings.tokens += 1
-                text_parts.append(delta)
-                out.put(TextDelta(delta))
-                for chunk in chunker.push(delta):
+                generated.append(delta)
+                for chunk in guard.push(delta):
                     _queue_chunk(chunk)
+                if guard.stopped:
+                    break  # said enough (or began to loop): closing frees the model
                 if timings.first_chunk_s is not None and not first_audio_out.is_set():
                     # Yield the CPU (and the GIL) to the first chunk's synthesis: first
                     # audio is what the user waits for, and the model decodes ~10x
@@ -111,7 +124,7 @@ def speak_reply(
                     while not first_audio_out.wait(0.05) and not cancel.is_set():
                         pass
             if not cancel.is_set():
-                for chunk in chunker.flush():
+                for chunk in guard.flush():
                     _queue_chunk(chunk)
         except BaseException as exc:  # surfaced to the caller below
             errors.append(exc)
@@ -122,6 +135,8 @@ def speak_reply(
             chunks.put(_END)
 
     def _queue_chunk(chunk: str) -> None:
+        text_parts.append(chunk)
+        out.put(TextDelta(chunk))
         if chunk.strip():
             if timings.first_chunk_s is None:
                 timings.first_chunk_s = elapsed()
@@ -179,4 +194,6 @@ def speak_reply(
     if errors:
         raise errors[0]
     timings.done_s = elapsed()
-    yield ReplyDone("".join(text_parts), cancel_requested, timings)
+    yield ReplyDone(
+        "".join(text_parts), cancel_requested, timings, guard.reason, "".join(generated)
+    )

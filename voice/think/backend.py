@@ -18,6 +18,23 @@ DEFAULT_SYSTEM_PROMPT = (
     "or two short, plain sentences. Never use lists, markdown, emoji or links."
 )
 
+# A few short exchanges of the kind wanted: a tiny model copies the length and tone
+# of examples better than it follows an instruction (measured: docs/replies.md).
+PROMPT_EXAMPLES = (
+    "Example replies:\n"
+    "User: What is the capital of Italy?\nAssistant: Rome.\n"
+    "User: How do I boil an egg?\nAssistant: Put it in boiling water for eight minutes, "
+    "then cool it in cold water.\n"
+    "User: My name is Ana.\nAssistant: Nice to meet you, Ana!"
+)
+
+
+def system_prompt_of(config: LlmConfig) -> str:
+    """The system prompt a conversation starts with (the persona, and any examples)."""
+    if config.prompt_examples:
+        return f"{config.system_prompt}\n\n{PROMPT_EXAMPLES}"
+    return config.system_prompt
+
 
 @dataclass(frozen=True)
 class Message:
@@ -40,6 +57,24 @@ class LlmConfig:
     max_reply_tokens: int = 120
     convert_to: str = "q8_0"  # embedded: load-time GGUF conversion for faster pre-fill; "" = off
     temperature: float = 0.7
+    # Sampling (embedded; sent to an HTTP server too). llama.cpp's own defaults but for
+    # the frequency penalty: of the penalties and min_p, measured one by one with
+    # `voice bench replies`, it cut loops (13 -> 3 of 45) without costing answers
+    # (docs/replies.md).
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.6
+    seed: int = -1  # the conversation's sampling seed; -1: a fresh one per conversation
+    # Brevity and loops, enforced on what is spoken (voice.speak.guard); 0 turns one off.
+    reply_sentences: int = 2  # a spoken reply ends after this many sentences
+    reply_max_chars: int = 120  # ... or at the last sentence end before this many characters
+    loop_ngram: int = 6  # ... or when it repeats a run of this many words
+    repeat_window: int = 3  # ... or a sentence of the last this many replies
+    prompt_examples: bool = False  # short example exchanges after the system prompt
+    history_tokens: int = 256  # past turns in the prompt: the last two or three (0: all that fit)
     no_stage_directions: bool = True  # embedded: ban "(", "*", "[" (see LlamaBackend)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     timeout_s: float = 30.0

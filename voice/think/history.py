@@ -1,20 +1,53 @@
 """Conversation history that always fits the model's context window.
 
 The system prompt (the persona) is always kept; then as many of the most
-recent turns as fit the budget (context minus room for the reply). A single
-user input too long to fit even alone is an error the caller can report,
-never a crash or a silently truncated question.
+recent turns as fit the budget (context minus room for the reply, or the
+smaller ``history_tokens``: a tiny model answers the last question better
+when it is not buried under a long past). A single user input too long to fit
+even alone is an error the caller can report, never a crash or a silently
+truncated question.
+
+Each prompt carries what the reply path needs to know about this conversation
+(:class:`Prompt`): a sampling seed, fixed per conversation and turn, and the
+reply's limits, among them the sentences of the recent replies, which a new
+reply may not say again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterable
 
 from voice.errors import VoiceError
-from voice.think.backend import LlmBackend, LlmConfig, Message
+from voice.speak.guard import ReplyLimits, sentence_key, split_sentences
+from voice.think.backend import LlmBackend, LlmConfig, Message, system_prompt_of
 
 MAX_KEPT_MESSAGES = 200  # far more than any context window holds
 MAX_SAID_CHARS = 600  # unprompted lines in a row (an NPC's barks) keep only the latest
+
+
+class Prompt(list[Message]):
+    """The messages of one request, with the conversation's settings for its reply.
+
+    A list, so every layer that passes messages on (the session, its jobs, the
+    engine lane) carries these along unchanged; a backend or the reply path reads
+    them where it can and a plain list still works (no seed, no limits).
+    """
+
+    def __init__(
+        self,
+        messages: Iterable[Message],
+        seed: int | None = None,
+        limits: ReplyLimits | None = None,
+    ) -> None:
+        super().__init__(messages)
+        self.seed = seed
+        self.limits = limits or ReplyLimits()
+
+
+def new_seed() -> int:
+    """A conversation's own seed: two conversations never sample alike by accident."""
+    return random.SystemRandom().randrange(2**31)
 
 
 class InputTooLongError(VoiceError):
@@ -28,10 +61,18 @@ class History:
         context_tokens: int,
         reply_tokens: int,
         count_tokens: Callable[[list[Message]], int],
+        limits: ReplyLimits | None = None,
+        history_tokens: int = 0,
+        seed: int | None = None,
+        repeat_window: int = 0,
     ) -> None:
         self.system = Message("system", system_prompt)
         self.turns: list[Message] = []
         self.budget = context_tokens - reply_tokens
+        self.history_tokens = history_tokens  # 0: whatever the context holds
+        self.limits = limits or ReplyLimits()
+        self.seed = new_seed() if seed is None else seed
+        self.repeat_window = repeat_window  # replies whose sentences a reply may not repeat
         self._count = count_tokens
         self._costs: dict[Message, int] = {}  # per message: prompts are built often
         # Of the last assistant message, how many leading characters are an LLM's answer
@@ -41,12 +82,18 @@ class History:
     @classmethod
     def for_backend(cls, backend: LlmBackend, config: LlmConfig) -> History:
         """A history sized to the backend's context, with the configured persona."""
+        limits = ReplyLimits(
+            max_sentences=config.reply_sentences,
+            max_chars=config.reply_max_chars,
+            ngram=config.loop_ngram,
+        )
         return cls(
-            config.system_prompt, backend.context_tokens, config.max_reply_tokens,
-            backend.count_tokens,
+            system_prompt_of(config), backend.context_tokens, config.max_reply_tokens,
+            backend.count_tokens, limits, config.history_tokens,
+            None if config.seed < 0 else config.seed, config.repeat_window,
         )  # fmt: skip
 
-    def prompt_for(self, user_text: str) -> list[Message]:
+    def prompt_for(self, user_text: str) -> Prompt:
         """System prompt + the most recent turns that fit + this user input."""
         user = Message("user", user_text)
         base = self._count([self.system, user])
@@ -55,11 +102,14 @@ class History:
                 f"that input is too long for the model ({base} tokens, room for {self.budget}).",
                 "Say it in shorter parts, or raise llm.context_tokens (a model with more context).",
             )
+        budget = self.budget
+        if self.history_tokens > 0:
+            budget = min(budget, base + self.history_tokens)
         kept: list[Message] = []
         used = base
         for message in reversed(self.turns):
             cost = self._cost(message)
-            if used + cost > self.budget:
+            if used + cost > budget:
                 break
             kept.insert(0, message)
             used += cost
@@ -68,7 +118,20 @@ class History:
         opening = self.turns[0] if self.turns and self.turns[0].role == "assistant" else None
         while kept and kept[0].role == "assistant" and kept[0] is not opening:
             kept.pop(0)
-        return [self.system, *kept, user]
+        return Prompt([self.system, *kept, user], self._turn_seed(), self._reply_limits())
+
+    def _turn_seed(self) -> int:
+        """Fixed per conversation and turn: a speculative reply and the reply it becomes
+        sample alike, and a benchmark run repeats exactly."""
+        return (self.seed * 1_000_003 + len(self.turns)) % 2**31
+
+    def _reply_limits(self) -> ReplyLimits:
+        replies = [m.content for m in self.turns if m.role == "assistant"]
+        replies = replies[-self.repeat_window :] if self.repeat_window > 0 else []
+        recent = tuple(sentence_key(s) for text in replies for s in split_sentences(text))
+        return ReplyLimits(
+            self.limits.max_sentences, self.limits.max_chars, self.limits.ngram, recent
+        )
 
     def _cost(self, message: Message) -> int:
         cost = self._costs.get(message)
@@ -81,6 +144,10 @@ class History:
         return self.prompt_for("")[:-1]
 
     def add_turn(self, user_text: str, assistant_text: str) -> None:
+        """A question and what was said in answer. A reply of which nothing was said
+        (the model only repeated itself) is not kept: it would seed the next one."""
+        if not assistant_text.strip():
+            return
         self.turns.append(Message("user", user_text))
         self.turns.append(Message("assistant", assistant_text))
         self._answer_chars = len(assistant_text)

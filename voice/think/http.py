@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from voice.errors import VoiceError
@@ -116,15 +117,28 @@ class OpenAiHttpBackend:
         cancel: threading.Event | None = None,
         max_tokens: int | None = None,
     ) -> Iterator[str]:
-        body = json.dumps(
-            {
-                "model": self.config.model,
-                "messages": [m.to_dict() for m in messages],
-                "stream": True,
-                "max_tokens": max_tokens or self.config.max_reply_tokens,
-                "temperature": self.config.temperature,
-            }
-        ).encode()
+        request: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [m.to_dict() for m in messages],
+            "stream": True,
+            "max_tokens": max_tokens or self.config.max_reply_tokens,
+            "temperature": self.config.temperature,
+        }
+        seed = getattr(messages, "seed", None)  # a Prompt's: per conversation and turn
+        if seed is not None:
+            request["seed"] = seed
+        # Only what differs from the usual defaults: a strict server (OpenAI's) rejects
+        # the llama.cpp extensions, and sending nothing keeps it working there.
+        config = self.config
+        for name, value, usual in (
+            ("presence_penalty", config.presence_penalty, 0.0),
+            ("frequency_penalty", config.frequency_penalty, 0.0),
+            ("repeat_penalty", config.repeat_penalty, 1.0),
+            ("min_p", config.min_p, 0.05),
+        ):
+            if value != usual:
+                request[name] = value
+        body = json.dumps(request).encode()
         conn, response = self._open(body)
         try:
             while not (cancel is not None and cancel.is_set()):

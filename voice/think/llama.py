@@ -234,8 +234,9 @@ class LlamaBackend:
                 [m.to_dict() for m in messages],  # type: ignore[misc]
                 stream=True,
                 max_tokens=max_tokens or self.config.max_reply_tokens,
-                temperature=self.config.temperature,
                 logit_bias=self._bias,
+                seed=getattr(messages, "seed", None),  # a Prompt's: per conversation and turn
+                **sampling(self.config),
             ),
         )
         try:
@@ -269,6 +270,19 @@ class LlamaBackend:
             deltas.put(exc)
         finally:
             deltas.put(None)
+
+
+def sampling(config: LlmConfig) -> dict[str, Any]:
+    """The sampler settings of a request, by llama.cpp's (and OpenAI's) names."""
+    return {
+        "temperature": config.temperature,
+        "top_k": config.top_k,
+        "top_p": config.top_p,
+        "min_p": config.min_p,
+        "repeat_penalty": config.repeat_penalty,
+        "presence_penalty": config.presence_penalty,
+        "frequency_penalty": config.frequency_penalty,
+    }
 
 
 class _LlamaSteps:

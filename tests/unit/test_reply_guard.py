@@ -1,0 +1,212 @@
+"""The reply guard on scripted token streams: the sentence cap, the length cap, and
+the loop and repeat stops, as the session and the reply pipeline feed it."""
+
+from __future__ import annotations
+
+import re
+
+from voice.speak.chunking import SentenceChunker
+from voice.speak.guard import (
+    ReplyGuard,
+    ReplyLimits,
+    has_loop,
+    repeated_ngram,
+    sentence_key,
+    split_sentences,
+    words_of,
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Roughly how an LLM streams: a word with its leading space, punctuation apart."""
+    return re.findall(r" ?[\w']+|[^\w\s]|\s+", text)
+
+
+def run(text: str, limits: ReplyLimits, first_chunk_max_chars: int = 24) -> tuple[ReplyGuard, int]:
+    """Feed ``text`` token by token; return the guard and how many tokens it took."""
+    guard = ReplyGuard(SentenceChunker(first_chunk_max_chars=first_chunk_max_chars), limits)
+    spoken: list[str] = []
+    used = 0
+    for token in tokens(text):
+        used += 1
+        spoken += guard.push(token)
+        if guard.stopped:
+            break
+    else:
+        spoken += guard.flush()
+    assert "".join(spoken) == guard.text  # what was handed out is what it says it said
+    return guard, used
+
+
+def test_the_reply_ends_after_the_sentence_cap_and_generation_stops() -> None:
+    text = "Paris is the capital. It is in France. It has a big tower. I like it."
+    guard, used = run(text, ReplyLimits(max_sentences=2))
+    assert guard.text.strip() == "Paris is the capital. It is in France."
+    assert guard.reason == "sentences"
+    # It stops at the end of the second sentence (one token on: the space that proves it).
+    assert used <= len(tokens("Paris is the capital. It is in France. It")) + 1
+
+
+def test_one_sentence_cap_and_no_cap() -> None:
+    text = "Sure, I can help with that. It is a lovely day for it. Anything else?"
+    assert run(text, ReplyLimits(max_sentences=1))[0].text.strip() == "Sure, I can help with that."
+    guard, _ = run(text, ReplyLimits())
+    assert guard.text == text and guard.reason is None
+
+
+def test_the_length_cap_ends_at_the_last_sentence_boundary() -> None:
+    text = "The sun is a star. It is about one hundred and fifty million kilometres away."
+    guard, _ = run(text, ReplyLimits(max_sentences=5, max_chars=40))
+    assert guard.text.strip() == "The sun is a star."
+    assert guard.reason == "length"
+
+
+def test_one_run_on_sentence_ends_at_the_length_cap() -> None:
+    text = "I think that " + "we could go and look at the river and then " * 10 + "home."
+    guard, _ = run(text, ReplyLimits(max_chars=80))
+    assert guard.reason == "length"
+    assert 40 <= len(guard.text) <= 120
+
+
+def test_a_repeated_sentence_is_a_loop_and_is_never_spoken() -> None:
+    text = "You're right, I'm not a tester. You're right, I'm not a tester. You're right."
+    guard, _ = run(text, ReplyLimits(max_sentences=5, ngram=8))
+    assert guard.text.strip() == "You're right, I'm not a tester."
+    assert guard.reason == "loop"
+
+
+def test_a_sentence_of_a_recent_reply_is_not_said_again_even_as_the_first() -> None:
+    recent = (sentence_key("You're right, I'm not a tester."),)
+    text = "You're right, I'm not a tester. I can help you plan your day."
+    guard, _ = run(text, ReplyLimits(max_sentences=5, recent=recent))
+    assert guard.text == "I can help you plan your day."  # held while it matched, skipped
+    text = "Sure, I can help you plan it. You're right, I'm not a tester. Bye."
+    guard, _ = run(text, ReplyLimits(max_sentences=5, recent=recent))
+    assert guard.text.strip() == "Sure, I can help you plan it."
+    assert guard.reason == "repeat"
+
+
+def test_a_stutter_is_a_loop() -> None:
+    guard, _ = run("L'Alma: No, no, no, no, no, no, no, no.", ReplyLimits(ngram=6))
+    assert guard.reason == "loop"
+    assert guard.text.lower().count("no") < 4
+
+
+def test_text_that_only_starts_like_a_recent_sentence_is_released_whole() -> None:
+    recent = (sentence_key("You're right, I'm not a tester."),)
+    text = "You're right, I'm not a doctor either. Ask one."
+    guard, _ = run(text, ReplyLimits(max_sentences=5, recent=recent))
+    assert guard.text == text and guard.reason is None
+
+
+def test_a_repeated_run_of_words_inside_a_sentence_is_a_loop() -> None:
+    text = "The best way is to go to the shop and buy milk and go to the shop and buy milk and"
+    guard, _ = run(text, ReplyLimits(ngram=5))
+    assert guard.reason == "loop"
+    assert "buy milk and go to the shop and buy" not in guard.text
+
+
+def test_the_first_chunk_is_not_held_back() -> None:
+    """First audio is not delayed: the first clause comes out as soon as the chunker
+    hands it out, with every limit on."""
+    limits = ReplyLimits(
+        max_sentences=2, max_chars=120, ngram=5, recent=(("something", "else", "entirely", "said"),)
+    )
+    guard = ReplyGuard(SentenceChunker(first_chunk_max_chars=24), limits)
+    plain = SentenceChunker(first_chunk_max_chars=24)
+    text = "Well, the capital of France is Paris, a city on the Seine."
+    for token in tokens(text):
+        assert guard.push(token) == plain.push(token)
+
+
+def test_short_sentences_may_recur() -> None:
+    text = "Sure. Paris is the capital of France. Sure."
+    guard, _ = run(text, ReplyLimits(max_sentences=5, ngram=5))
+    assert guard.text == text
+
+
+def test_detectors() -> None:
+    assert words_of("You’re RIGHT!") == ["you're", "right"]
+    assert repeated_ngram(["a", "b", "c", "a", "b", "c"], 3) == 5
+    assert repeated_ngram(["a", "b", "c", "d", "a", "b"], 3) is None
+    assert repeated_ngram(["the", "the", "the", "the", "the", "the"], 5) == 3  # a stutter
+    assert split_sentences("Dr. Smith is in. Come at 10.30 please! Ok?") == [
+        "Dr. Smith is in.",
+        "Come at 10.30 please!",
+        "Ok?",
+    ]
+    assert has_loop("I am a nurse. I am a nurse.", ngram=0) is False  # short: not a loop
+    assert has_loop("I am here right now. I am here right now.", ngram=0)
+    assert repeated_ngram(["no", "no", "no", "no"], 6) == 3
+    assert has_loop("one two three four five and one two three four five", ngram=5)
+    assert not has_loop("Paris is the capital of France. It has a big tower.", ngram=5)
+
+
+def test_a_generation_cut_at_the_cap_speaks_and_keeps_only_its_sentences() -> None:
+    """The session's side: a Generation with a History's prompt stops at the cap, the
+    model may be closed, and what history gets is what will be spoken."""
+    from voice.conversation.generation import Generation
+    from voice.think.history import History
+
+    history = History(
+        "Be brief.",
+        2048,
+        100,
+        lambda ms: sum(len(m.content) for m in ms),
+        ReplyLimits(max_sentences=2),
+        repeat_window=3,
+    )
+    gen = Generation(1, 1, "hi", history.prompt_for("hi"), False, SentenceChunker(), 0.0)
+    text = "Hello there. I am fine. I like long walks. And tea."
+    shown = ""
+    for token in tokens(text):
+        shown += gen.add_delta(token, 0.0)
+        if gen.stopped_early:
+            break
+    assert gen.stopped_early and gen.llm_done
+    assert gen.text.strip() == shown.strip() == "Hello there. I am fine."
+    assert "".join(gen.pending_chunks).strip() == gen.text.strip()
+    history.add_turn("hi", gen.text.strip())
+    assert history.prompt_for("and?").limits.recent == (("hello", "there"), ("i", "am", "fine"))
+
+
+def test_seeds_are_per_conversation_and_turn() -> None:
+    from voice.think.history import History
+
+    def count(ms: list) -> int:  # type: ignore[type-arg]
+        return 1
+
+    a, b = History("s", 100, 10, count, seed=1), History("s", 100, 10, count, seed=2)
+    assert a.prompt_for("x").seed != b.prompt_for("x").seed
+    assert a.prompt_for("x").seed == History("s", 100, 10, count, seed=1).prompt_for("x").seed
+    first = a.prompt_for("x").seed
+    a.add_turn("x", "y")
+    assert a.prompt_for("x").seed != first
+    assert History("s", 100, 10, count).seed != History("s", 100, 10, count).seed
+
+
+def test_the_history_budget_keeps_the_latest_turns() -> None:
+    from voice.think.history import History
+
+    def count(ms: list) -> int:  # type: ignore[type-arg]
+        return sum(len(m.content.split()) + 1 for m in ms)
+
+    history = History("s", 1000, 10, count, history_tokens=14)  # two turns
+    for i in range(10):
+        history.add_turn(f"question {i}", f"answer number {i}")
+    prompt = history.prompt_for("new")
+    assert [m.content for m in prompt[1:]] == [
+        "question 8",
+        "answer number 8",
+        "question 9",
+        "answer number 9",
+        "new",
+    ]
+
+
+def test_a_reply_of_which_nothing_was_said_does_not_seed_the_next() -> None:
+    from voice.think.history import History
+
+    history = History("s", 100, 10, lambda ms: 1)
+    history.add_turn("hi", "")
+    assert history.turns == []

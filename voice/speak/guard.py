@@ -1,0 +1,254 @@
+"""Keep a spoken reply short and loop-free, whatever the model does.
+
+A tiny model (the bundled SmolLM2-135M) ignores "answer in one or two
+sentences": every reply ran to the token cap, and from the third turn on it
+looped ("You're right, I'm not a tester. You're right, I'm not a tester.
+..."). Asking harder does not help, so the reply path enforces it:
+:class:`ReplyGuard` wraps the sentence chunker and decides, chunk by chunk,
+what may be spoken. It stops the reply
+
+* after ``max_sentences`` sentences ("sentences"),
+* at the last sentence boundary before ``max_chars`` ("length"),
+* when a sentence repeats one of this reply ("loop") or of the recent replies
+  ("repeat"), or the words repeat an ``ngram``-word run already said in this
+  reply, or stutter ("no, no, no, no": "loop"). A reply that would open with a
+  recent reply's sentence skips that sentence instead (once): silence is no
+  answer, and what follows is often new.
+
+What it drops was never spoken, so it is not in the reply's text either: the
+history keeps exactly what was said. A chunk is released the moment it is
+certain, so the first audio is not delayed; only text that starts the same
+way as a sentence already said is held until its sentence ends (a repeat is
+then dropped whole, never half-said).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from voice.speak.chunking import SentenceChunker
+
+_WORD = re.compile(r"[a-z0-9']+")
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]}*_`]*\s*$")
+# A sentence this short ("Sure.", "I'm a nurse, Sam.": a fact asked for again) may
+# recur without being a loop.
+MIN_REPEAT_WORDS = 5
+# A unit of up to this many words said this many times in a row is a loop ("no, no,
+# no, no"), however short.
+STUTTER_WORDS, STUTTER_TIMES = 3, 4
+
+
+def words_of(text: str) -> list[str]:
+    """Lowercase words without punctuation: "You're right!" -> ["you're", "right"]."""
+    return _WORD.findall(text.lower().replace("’", "'"))
+
+
+def sentence_key(text: str) -> tuple[str, ...]:
+    return tuple(words_of(text))
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a finished text, by the chunker's own sentence rules."""
+    chunker = SentenceChunker(first_chunk_min_chars=10**6, min_chars=1, max_chars=10**6)
+    parts = chunker.push(text) + chunker.flush()
+    return [p.strip() for p in parts if p.strip()]
+
+
+def repeated_ngram(words: Sequence[str], n: int) -> int | None:
+    """Index of the first word that completes an ``n``-word run seen earlier, or of a
+    short unit said ``STUTTER_TIMES`` times in a row; None if neither happens."""
+    if n <= 0:
+        return None
+    seen: set[tuple[str, ...]] = set()
+    for end in range(1, len(words) + 1):
+        if _stutters(words, end):
+            return end - 1
+        if end >= n:
+            gram = tuple(words[end - n : end])
+            if gram in seen:
+                return end - 1
+            seen.add(gram)
+    return None
+
+
+def _stutters(words: Sequence[str], end: int) -> bool:
+    for unit in range(1, STUTTER_WORDS + 1):
+        span = unit * STUTTER_TIMES
+        if end >= span:
+            run = words[end - span : end]
+            if all(run[i] == run[i % unit] for i in range(span)):
+                return True
+    return False
+
+
+def has_loop(text: str, ngram: int) -> bool:
+    """A sentence said twice, or an ``ngram``-word run repeated, within one text."""
+    keys = [sentence_key(s) for s in split_sentences(text)]
+    long_keys = [k for k in keys if len(k) >= MIN_REPEAT_WORDS]
+    if len(long_keys) != len(set(long_keys)):
+        return True
+    return repeated_ngram(words_of(text), ngram) is not None
+
+
+@dataclass(frozen=True)
+class ReplyLimits:
+    """What one reply may say. Zero turns a limit off."""
+
+    max_sentences: int = 0
+    max_chars: int = 0
+    ngram: int = 0
+    recent: tuple[tuple[str, ...], ...] = ()  # sentence keys of the recent replies
+
+
+@dataclass
+class ReplyGuard:
+    """A :class:`SentenceChunker` that only hands out what the reply may say.
+
+    ``push`` a delta and get the chunks to speak; ``stopped`` then says whether
+    generation should end (its reason in ``reason``). ``text`` is everything
+    released: what was spoken and belongs in history.
+    """
+
+    chunker: SentenceChunker
+    limits: ReplyLimits = field(default_factory=ReplyLimits)
+    reason: str | None = None
+    text: str = ""
+    sentences: int = 0
+    skipped: int = 0  # opening sentences dropped as repeats of a recent reply
+    _raw: str = ""
+    _held: list[str] = field(default_factory=list)  # chunks of the sentence in progress
+    _current: str = ""  # the sentence in progress: released and held chunks
+    _said: set[tuple[str, ...]] = field(default_factory=set)
+    _said_prefixes: set[tuple[str, ...]] = field(default_factory=set)
+    _own: set[tuple[str, ...]] = field(default_factory=set)  # this reply's sentences
+
+    def __post_init__(self) -> None:
+        if self.limits.max_chars > 0:
+            # Forced splits of a run-on sentence happen at the cap, not 250 characters on.
+            self.chunker.max_chars = min(self.chunker.max_chars, self.limits.max_chars)
+        for key in self.limits.recent:
+            self._remember(key)
+
+    @property
+    def stopped(self) -> bool:
+        return self.reason is not None
+
+    def push(self, delta: str) -> list[str]:
+        if self.stopped:
+            return []
+        self._raw += delta
+        if self._looped(self._raw):
+            self._stop("loop")
+            return []
+        return self._take(self.chunker.push(delta), final=False)
+
+    def flush(self) -> list[str]:
+        """The stream ended: what is left, if it may be said."""
+        if self.stopped:
+            return []
+        if self._looped(self._raw + " "):
+            self._stop("loop")
+            return []
+        return self._take(self.chunker.flush(), final=True)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _looped(self, raw: str) -> bool:
+        """A repeated n-gram among the complete words (those followed by a space)."""
+        cut = max(raw.rfind(" "), raw.rfind("\n"))
+        return cut > 0 and repeated_ngram(words_of(raw[:cut]), self.limits.ngram) is not None
+
+    def _take(self, chunks: Iterable[str], final: bool) -> list[str]:
+        """Judge each chunk sentence by sentence: the chunker merges a short sentence
+        into the next chunk ("that. It is a lovely day."), and a cap can fall between."""
+        out: list[str] = []
+        chunks = [c for c in chunks if c]
+        for number, chunk in enumerate(chunks):
+            ends = (final and number == len(chunks) - 1) or bool(_SENTENCE_END.search(chunk))
+            got: list[str] = []
+            pieces = _pieces(chunk)
+            for index, piece in enumerate(pieces):
+                got.extend(self._chunk(piece, ends or index < len(pieces) - 1))
+                if self.stopped:
+                    break
+            if got:  # one chunk out per chunk in: its sentences are synthesised together
+                out.append("".join(got))
+            if self.stopped:
+                break
+        return out
+
+    def _chunk(self, chunk: str, ends_sentence: bool) -> list[str]:
+        limits = self.limits
+        pending = "".join(self._held) + chunk
+        if (
+            limits.max_chars
+            and self.sentences
+            and len(self.text) + len(pending.rstrip()) > limits.max_chars
+        ):
+            self._stop("length")  # ends at the last sentence boundary before the cap
+            return []
+        sentence = self._current + chunk
+        key = sentence_key(sentence)
+        if not ends_sentence:
+            self._current = sentence
+            if key and key in self._said_prefixes:
+                self._held.append(chunk)  # may be a repeat: decided at its end
+                return []
+            out = self._release([chunk])
+            if limits.max_chars and len(self.text) >= limits.max_chars:
+                self._stop("length")  # one run-on sentence: it ends at the cap
+            return out
+        if len(key) >= MIN_REPEAT_WORDS and key in self._said:
+            if key in self._own or self.text.strip():
+                self._stop("loop" if key in self._own else "repeat")
+                return []
+            # Nothing said yet, and it opens with a recent reply's sentence: skip that
+            # sentence, not the whole reply (silence is no answer); the rest may be new.
+            self._held.clear()
+            self._current = ""
+            self.skipped += 1
+            if self.skipped > 1:
+                self._stop("repeat")
+            return []
+        self._current = ""
+        self.sentences += 1
+        if limits.ngram > 0:  # loop checks on: this reply's sentences may not recur
+            self._remember(key)
+            if len(key) >= MIN_REPEAT_WORDS:
+                self._own.add(key)
+        out = self._release([chunk])
+        if limits.max_sentences and self.sentences >= limits.max_sentences:
+            self._stop("sentences")
+        elif limits.max_chars and len(self.text) >= limits.max_chars:
+            self._stop("length")
+        return out
+
+    def _release(self, chunks: list[str]) -> list[str]:
+        out = [*self._held, *chunks]
+        self._held.clear()
+        self.text += "".join(out)
+        return out
+
+    def _remember(self, key: tuple[str, ...]) -> None:
+        if len(key) < MIN_REPEAT_WORDS:
+            return
+        self._said.add(key)
+        for end in range(1, len(key) + 1):
+            self._said_prefixes.add(key[:end])
+
+    def _stop(self, reason: str) -> None:
+        self.reason = reason
+        self._held.clear()
+        self._discard()
+
+    def _discard(self) -> None:
+        """Drop what the chunker still holds: it will never be spoken."""
+        self.chunker.flush()
+
+
+def _pieces(chunk: str) -> list[str]:
+    """A chunk cut at the sentence ends inside it (whitespace kept, so they join back)."""
+    splitter = SentenceChunker(first_chunk_min_chars=10**6, min_chars=1, max_chars=10**6)
+    return [p for p in splitter.push(chunk) + splitter.flush() if p]
