@@ -138,3 +138,18 @@ def test_going_on_before_the_reply_has_started_is_merged_too() -> None:
     assert finals[-1] == "one two three four five six seven eight nine."
     assert of(result, "reply_start")[-1]["text"] == finals[-1]
     assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
+
+
+def test_new_speech_over_a_paused_reply_gets_its_own_wait_for_words() -> None:
+    """Paused for one sound, then a second utterance 1.5 s later: the reply must not
+    resume at once over it (the wait was counted from the first pause)."""
+    from voice.conversation.bargein import BargeIn
+
+    barge = BargeIn(80, 1500, 300, lambda text: bool(text))
+    assert barge.on_speech_start(1, now_ms=1000) == "pause"
+    barge.paused_now(1000, 980)
+    assert barge.on_final(1, "", 0.0) == "resume"
+    barge.paused_now(1000, 980)  # say the session kept it paused (a hair-trigger run)
+    assert barge.on_speech_start(2, now_ms=2500) is None
+    assert barge.on_frame(2520, run_ms=40, speaking=True) is None
+    assert barge.on_frame(4000, run_ms=40, speaking=True) == "resume"  # 1.5 s of its own

@@ -67,9 +67,16 @@ class BargeIn:
         # No words yet: keep talking; words later in this utterance still interrupt.
         return "resume" if waited >= self.resume_after_ms else None
 
-    def on_speech_start(self, utterance_id: int) -> Decision:
+    def on_speech_start(self, utterance_id: int, now_ms: float | None = None) -> Decision:
+        """Speech began over the reply. Already paused (for an earlier sound): the wait
+        for words starts again from now, for this speech. Counted from the first pause,
+        a second utterance 1.5 s later resumed the reply at once, over the user."""
         self.candidate = utterance_id
-        return None if self.paused else "pause"
+        if self.paused:
+            if now_ms is not None:
+                self.paused_at = now_ms
+            return None
+        return "pause"
 
     def is_turn(self, text: str, no_speech_prob: float) -> bool:
         """Words, not a backchannel, and Whisper believes someone spoke: music and noise

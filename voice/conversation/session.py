@@ -616,7 +616,7 @@ class Session:
         self._continuation.on_speech_start(
             event.utterance_id, event.start_ms, reply.utterance_id, turn_end, self._heard_ms()
         )
-        self._decide(self._barge.on_speech_start(event.utterance_id), event.start_ms)
+        self._decide(self._barge.on_speech_start(event.utterance_id, self.now_ms), event.start_ms)
 
     def _on_final(self, event: Final) -> None:
         uid = event.utterance_id
@@ -859,7 +859,7 @@ class Session:
                 self._continuation.on_speech_start(
                     speaking, onset, gen.utterance_id, final.end_ms, heard_ms=0.0
                 )
-            self._decide(self._barge.on_speech_start(speaking))
+            self._decide(self._barge.on_speech_start(speaking, self.now_ms))
 
     def _end_reply(self, interrupted: bool, remember: bool = True) -> None:
         """``remember``: history keeps what was heard (False: the reply answered half a
