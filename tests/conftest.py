@@ -56,7 +56,14 @@ def engine():  # type: ignore[no-untyped-def]
 
 # Greedy replies of bounded length: the same reply every run, so a barge-in scripted
 # to land over a reply always finds one playing.
-SERVER_ENV = {"VOICE_LLM_TEMPERATURE": "0", "VOICE_LLM_MAX_REPLY_TOKENS": "60"}
+# Replies of up to five sentences (a spoken reply's default is two), so speech over
+# one finds it still playing.
+SERVER_ENV = {
+    "VOICE_LLM_TEMPERATURE": "0",
+    "VOICE_LLM_MAX_REPLY_TOKENS": "60",
+    "VOICE_LLM_REPLY_SENTENCES": "5",
+    "VOICE_LLM_REPLY_MAX_CHARS": "480",
+}
 SERVER_MAX_SESSIONS = 3
 
 

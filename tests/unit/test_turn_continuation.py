@@ -12,8 +12,8 @@ from voice.conversation.continuation import Continuation
 def test_speech_soon_after_the_turn_over_a_barely_heard_reply_is_a_candidate() -> None:
     rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000)
     rule.on_speech_start(7, onset_ms=4000, answered=6, turn_end_ms=2000, heard_ms=400)
-    assert rule.previous_of(7, heard_ms=500) == 6
-    assert rule.previous_of(7, heard_ms=500) is None  # asked once
+    assert rule.previous_of(7, played_ms=500) == 6
+    assert rule.previous_of(7, played_ms=500) is None  # asked once
 
 
 def test_too_late_too_much_heard_a_said_reply_or_off_is_no_candidate() -> None:
@@ -26,21 +26,21 @@ def test_too_late_too_much_heard_a_said_reply_or_off_is_no_candidate() -> None:
     for case in cases:
         rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000)
         rule.on_speech_start(7, **case)  # type: ignore[arg-type]
-        assert rule.previous_of(7, heard_ms=0) is None, case
+        assert rule.previous_of(7, played_ms=0) is None, case
     off = Continuation(enabled=False, window_ms=3000, max_heard_ms=1000)
     off.on_speech_start(7, onset_ms=2100, answered=6, turn_end_ms=2000, heard_ms=0)
-    assert off.previous_of(7, heard_ms=0) is None
+    assert off.previous_of(7, played_ms=0) is None
 
 
 def test_words_that_come_after_the_reply_was_heard_out_are_no_continuation() -> None:
     rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000)
     rule.on_speech_start(7, onset_ms=2500, answered=6, turn_end_ms=2000, heard_ms=0)
-    assert rule.previous_of(7, heard_ms=1500) is None  # resumed and played on meanwhile
+    assert rule.previous_of(7, played_ms=1500) is None  # resumed and played on meanwhile
     rule.on_speech_start(8, onset_ms=2500, answered=6, turn_end_ms=2000, heard_ms=0)
-    assert rule.previous_of(8, heard_ms=None) is None  # the reply is over
+    assert rule.previous_of(8, played_ms=None) is None  # the reply is over
     rule.on_speech_start(9, onset_ms=2500, answered=6, turn_end_ms=2000, heard_ms=0)
     rule.forget(9)
-    assert rule.previous_of(9, heard_ms=0) is None
+    assert rule.previous_of(9, played_ms=0) is None
 
 
 def test_going_on_after_an_early_reply_merges_the_turn_and_answers_it_whole() -> None:

@@ -40,6 +40,10 @@ def server_env(llm_url: str, tokens: int = 400) -> dict[str, str]:
         "VOICE_LLM_MAX_REPLY_TOKENS": str(tokens),
         "VOICE_LLM_SYSTEM_PROMPT": STORY,
         "VOICE_LLM_TEMPERATURE": "0",
+        # A long story, not a spoken reply's two sentences: the hang-up must find the
+        # model generating.
+        "VOICE_LLM_REPLY_SENTENCES": "1000",
+        "VOICE_LLM_REPLY_MAX_CHARS": "100000",
     }
 
 

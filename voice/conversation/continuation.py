@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+PLAYED_ON_MS = 500  # the reply played on this much more before the words: it was heard
+
 
 @dataclass(frozen=True)
 class Candidate:
     utterance_id: int  # the new speech
     continues: int  # the utterance whose reply it cuts short
+    played_ms: float  # how much of that reply had played when the speech was detected
 
 
 class Continuation:
@@ -41,26 +44,32 @@ class Continuation:
         answered: int | None,
         turn_end_ms: float | None,
         heard_ms: float,
+        played_ms: float | None = None,
     ) -> None:
         """Speech began at ``onset_ms`` while a reply to utterance ``answered`` (whose
-        speech ended at ``turn_end_ms``) was live, ``heard_ms`` of it played. Replies to
-        no spoken turn (something said, a typed turn: ids under 1) continue nothing."""
+        speech ended at ``turn_end_ms``) was live, ``heard_ms`` of it played by that
+        onset (``played_ms`` by now, when the speech is detected, a syllable or two
+        later). Replies to no spoken turn (something said, a typed turn: ids under 1)
+        continue nothing."""
         self.candidate = None
         if not self.enabled or answered is None or answered < 1 or turn_end_ms is None:
             return
         if onset_ms - turn_end_ms > self.window_ms or heard_ms > self.max_heard_ms:
             return
-        self.candidate = Candidate(utterance_id, answered)
+        played = heard_ms if played_ms is None else played_ms
+        self.candidate = Candidate(utterance_id, answered, played)
 
-    def previous_of(self, utterance_id: int, heard_ms: float | None) -> int | None:
+    def previous_of(self, utterance_id: int, played_ms: float | None) -> int | None:
         """The utterance that ``utterance_id`` continues, now that it has words, or None.
-        ``heard_ms``: how much of the reply has played by now (None: the reply is over,
-        heard whole, so there is nothing to merge away). Asked once: the candidate goes."""
+        ``played_ms``: how much of the reply has played by now (None: the reply is over,
+        heard whole, so there is nothing to merge away; more than ``PLAYED_ON_MS`` past
+        what had played when the speech was detected: it resumed and was heard). Asked
+        once: the candidate goes."""
         candidate = self.candidate
         if candidate is None or candidate.utterance_id != utterance_id:
             return None
         self.candidate = None
-        if heard_ms is None or heard_ms > self.max_heard_ms:
+        if played_ms is None or played_ms - candidate.played_ms > PLAYED_ON_MS:
             return None
         return candidate.continues
 

@@ -613,8 +613,13 @@ class Session:
             self._ignored.add(event.utterance_id)
             return
         turn_end = None if self._turn is None else self._turn.user_end_ms
+        played = self._heard_ms()
+        # What had played by the speech's onset: detection comes a syllable or two later,
+        # and the output has played on until now, or until the hair trigger paused it.
+        stopped = self._barge.paused_at if self._barge.paused_at is not None else self.now_ms
+        heard = max(0.0, played - max(0.0, stopped - event.start_ms))
         self._continuation.on_speech_start(
-            event.utterance_id, event.start_ms, reply.utterance_id, turn_end, self._heard_ms()
+            event.utterance_id, event.start_ms, reply.utterance_id, turn_end, heard, played
         )
         self._decide(self._barge.on_speech_start(event.utterance_id, self.now_ms), event.start_ms)
 

@@ -268,13 +268,15 @@ class Listener:
         """``prefetched_final`` without the last words no sound was made for (see
         ``unspoken_tail``): what the user actually said before this pause. Its final
         punctuation is Whisper's guess at an ending, so where words were dropped the
-        text ends bare."""
+        text ends bare, and only its last word can say "unfinished"."""
         text = self.prefetched_final(utterance_id)
         utt = self._current()
         if text is None or utt is None or not utt.unspoken:
             return text
         kept = text.split()[: -utt.unspoken]
-        return " ".join(kept).rstrip(".?!") if kept else ""
+        # All its punctuation goes: a comma before a dropped word is Whisper's guess too,
+        # and read as "unfinished" it made a real last word, dropped, cost 2 s.
+        return " ".join(kept).rstrip(".?!,;:-—…") if kept else ""
 
     def prefetched_final(self, utterance_id: int) -> str | None:
         """The open utterance's transcript if a pass already covers everything its final
