@@ -54,7 +54,7 @@ Float32Array = npt.NDArray[np.float32]
 
 RECENT_S = 40.0  # input kept for joining turns: a recognition window and then some
 RECENT_SPANS = 8  # finished utterances whose extent is remembered for a join
-JOIN_MAX_S = MAX_AUDIO_S - 5.0  # a joined turn is heard again in one pass, then trimmed
+JOIN_MAX_S = 20.0  # a joined turn is heard again in one pass (the buffer stays under 29 s)
 
 
 @dataclass
@@ -116,7 +116,6 @@ class _Utterance:
     ended_at: int = -1  # when the endpointer fired, or -1 while speaking
     final_result: tuple[int, list[str], Transcription] | None = None  # (end, words, pass)
     finished: bool = False
-    prior_context: str = ""  # words of a joined earlier utterance no longer in the buffer
     unspoken: int = 0  # last words of final_result that the audio does not hold
     first_request: int = 0  # results of passes asked before a join describe other audio
 
@@ -145,8 +144,7 @@ class _Utterance:
         return self.agreement.committed[self.trimmed_words :]
 
     def context(self) -> str:
-        trimmed = " ".join(self.agreement.committed[: self.trimmed_words])
-        return f"{self.prior_context} {trimmed}".strip()
+        return " ".join(self.agreement.committed[: self.trimmed_words])
 
 
 # A word aligned shorter than this at the very end was squeezed there: the alignment
@@ -546,8 +544,7 @@ class Listener:
             return False
         utt.chunks, utt.size = [prefix, utt.audio()], len(prefix) + utt.size
         utt.start_sample, utt.onset_sample = span.start_sample, span.onset_sample
-        utt.prior_context = span.context
-        self._rehear_from_scratch(utt)
+        self._rehear_from_scratch(utt, span.context)
         return True
 
     def rehear(self, utterance_id: int, previous: int) -> bool:
@@ -570,20 +567,22 @@ class Listener:
             agreement=LocalAgreement(self.config.holdback_words),
             last_speech_end=later.last_speech_end,
             ended_at=self.sample,
-            prior_context=span.context,
         )
         utt.append(audio)
-        self._rehear_from_scratch(utt)
+        self._rehear_from_scratch(utt, span.context)
         open_now = 1 if self._current() is not None else 0  # the open one stays last
         self._utterances.insert(len(self._utterances) - open_now, utt)
         del self._spans[utterance_id]
         return True
 
-    def _rehear_from_scratch(self, utt: _Utterance) -> None:
+    def _rehear_from_scratch(self, utt: _Utterance, before: str) -> None:
         """Nothing heard of the utterance's buffer counts any more: all of it is read
-        again, and a pass still out answers for the old audio, so it is ignored."""
+        again, and a pass still out answers for the old audio, so it is ignored.
+        ``before``: the turn's words whose audio was trimmed away earlier; they stay
+        committed (the final says them) and are the passes' context."""
         utt.agreement = LocalAgreement(self.config.holdback_words)
-        utt.trimmed_words = 0
+        utt.agreement.force_commit(before.split())
+        utt.trimmed_words = len(utt.agreement.committed)
         utt.cut_in_speech = False
         utt.last_pass_end = -1
         utt.final_result = None
