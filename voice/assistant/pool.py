@@ -55,6 +55,7 @@ class ModelPool:
         llm_config, tts_config = lane_configs(settings)
         with self._lock:
             asr_key = repr(settings.asr)
+            fresh = asr_key not in self._asr or repr(tts_config) not in self._tts
             if asr_key not in self._asr:
                 self._asr[asr_key] = build_engine(settings)
             tts_key = repr(tts_config)
@@ -64,7 +65,10 @@ class ModelPool:
             asr = self._asr[asr_key]
         llm = make_backend(llm_config)  # its own context; the weights are shared (mmap)
         engines = Engines(asr=asr, llm=llm, tts=tts, phrases=phrases)
-        engines.warm()  # before the first audio: its first turn is as fast as the rest
+        # Before the first audio, so its first turn is as fast as the rest; models the
+        # pool already held (and warmed) are not run again for each new assistant.
+        if fresh:
+            engines.warm()
         return engines
 
     @property
