@@ -23,7 +23,7 @@ from voice.conversation.engines import Engines
 from voice.conversation.faults import make_lane
 from voice.conversation.runtime import VirtualClock
 from voice.conversation.setup import build_session
-from voice.events import Final, TurnContinued
+from voice.events import Event, Final, Partial, TurnContinued
 
 pytestmark = pytest.mark.slow
 
@@ -136,6 +136,15 @@ def test_too_high_a_declared_rate_gives_no_words_or_a_few_and_no_crash(
     assert voice_server.health()["status"] == "ok"
 
 
+def _settled(events: list[Event]) -> bool:
+    """Whether the newest utterance among ``events`` has a final that no later
+    utterance continues."""
+    uids = [e.utterance_id for e in events if isinstance(e, (Partial, Final, TurnContinued))]
+    continued = {e.continues for e in events if isinstance(e, TurnContinued)}
+    finals = {e.utterance_id for e in events if isinstance(e, Final)}
+    return bool(uids) and max(uids) in finals and max(uids) not in continued
+
+
 def test_a_very_long_utterance_keeps_a_bounded_buffer_and_a_transcript() -> None:
     """Fifty seconds of speech without a pause long enough to end the turn (well past
     the 20 s recognition window; `voice bench hostile` runs five minutes): the
@@ -155,12 +164,18 @@ def test_a_very_long_utterance_keeps_a_bounded_buffer_and_a_transcript() -> None
         session.feed(audio[i : i + 320])
         most = max(most, session.listener.buffered_samples)
     events = session.take()
-    while not any(isinstance(e, Final) for e in events) and session.now_ms < len(audio) / 16 + 20e3:
+    # A turn the user went on with is heard again whole: its final replaces the earlier
+    # ones (turn_continued names the utterance it continues; a rehearing repeats the id).
+    # So the user's silence is fed until the newest utterance has a final of its own that
+    # nothing continues, and past the window in which a continuation could still be
+    # decided: an earlier final (a pause inside the 50 s) does not end the wait.
+    end_ms = len(audio) / 16
+    while session.now_ms < end_ms + 20e3 and not (
+        session.now_ms > end_ms + 5e3 and _settled(events)
+    ):
         clock.advance(session.now_ms + 20)
         session.feed(np.zeros(320, np.float32))  # the user has stopped: the turn ends
         events += session.take()
-    # A turn the user went on with is heard again whole: its final replaces the earlier
-    # ones (turn_continued names the utterance it continues; a rehearing repeats the id).
     continued = {e.continues for e in events if isinstance(e, TurnContinued)}
     last = {e.utterance_id: e for e in events if isinstance(e, Final)}
     finals = [f for uid, f in last.items() if uid not in continued]
