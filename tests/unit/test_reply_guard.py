@@ -13,6 +13,7 @@ from voice.speak.guard import (
     repeated_ngram,
     sentence_key,
     split_sentences,
+    spoken_chars,
     words_of,
 )
 
@@ -58,6 +59,19 @@ def test_the_length_cap_ends_at_the_last_sentence_boundary() -> None:
     text = "The sun is a star. It is about one hundred and fifty million kilometres away."
     guard, _ = run(text, ReplyLimits(max_sentences=5, max_chars=40))
     assert guard.text.strip() == "The sun is a star."
+    assert guard.reason == "length"
+
+
+def test_the_length_cap_counts_numbers_as_they_are_read() -> None:
+    """Digits are read as words: a list of figures is long speech in few characters."""
+    assert spoken_chars("Hello there.") == len("Hello there.")
+    said = "fourteen minutes and twenty-eight seconds"
+    assert abs(spoken_chars("14 minutes and 28 seconds") - len(said)) <= 6
+    assert abs(spoken_chars("1.5") - len("one point five")) <= 6
+    text = "It takes 1.5 hours. Then 14 minutes, 28 seconds and 45 minutes more. Bye."
+    limits = ReplyLimits(max_sentences=5, max_chars=len(text))
+    guard, _ = run(text, limits)  # written, it fits; spoken, it does not
+    assert guard.text.strip() == "It takes 1.5 hours."
     assert guard.reason == "length"
 
 
@@ -210,3 +224,15 @@ def test_a_reply_of_which_nothing_was_said_does_not_seed_the_next() -> None:
     history = History("s", 100, 10, lambda ms: 1)
     history.add_turn("hi", "")
     assert history.turns == []
+
+
+def test_a_later_sentence_is_said_whole_or_not_at_all() -> None:
+    """The length cap never cuts a second sentence mid-clause, however the chunker
+    splits it: it is held until it ends, then said whole, or dropped if it overruns."""
+    first = "You've got a lot of potential, my friend."
+    long_second = " What kind of potion would you like, and for which of your many wounds today?"
+    guard, _ = run(first + long_second, ReplyLimits(max_sentences=3, max_chars=80))
+    assert guard.text.strip() == first and guard.reason == "length"
+    short_second = " What kind, then?"
+    guard, _ = run(first + short_second, ReplyLimits(max_sentences=3, max_chars=80))
+    assert guard.text == first + short_second

@@ -8,7 +8,10 @@ looped ("You're right, I'm not a tester. You're right, I'm not a tester.
 what may be spoken. It stops the reply
 
 * after ``max_sentences`` sentences ("sentences"),
-* at the last sentence boundary before ``max_chars`` ("length"),
+* at the last sentence boundary before ``max_chars`` ("length"), counted as
+  spoken (:func:`spoken_chars`: "1.5 hours" is "one point five hours"); only a
+  first sentence that runs on past the cap is cut inside, so every later
+  sentence is held until it ends and then said whole or not at all,
 * when a sentence repeats one of this reply ("loop") or of the recent replies
   ("repeat"), or the words repeat an ``ngram``-word run already said in this
   reply, or stutter ("no, no, no, no": "loop"). A reply that would open with a
@@ -38,6 +41,28 @@ MIN_REPEAT_WORDS = 5
 # A unit of up to this many words said this many times in a row is a loop ("no, no,
 # no, no"), however short.
 STUTTER_WORDS, STUTTER_TIMES = 3, 4
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_SPOKEN_SYMBOLS = {"%": " percent", "$": " dollars", "€": " euros", "£": " pounds", "&": " and "}
+# A digit is read as about five letters ("28": "twenty-eight", "1961": "nineteen
+# sixty-one"); a point or comma inside a number as a word ("point", "thousand").
+CHARS_PER_DIGIT, CHARS_PER_SEPARATOR = 5, 6
+
+
+def spoken_chars(text: str) -> int:
+    """The length of ``text`` as the voice will say it. Characters stand for speech
+    time, except where the voice reads more than is written: numbers and a few symbols.
+    A reply capped on written characters ran to 12 s when it listed numbers
+    ("1.5 hours, 14 minutes, 28 seconds, ...": 108 characters, read digit by digit)."""
+
+    def number(match: re.Match[str]) -> str:
+        digits = sum(c.isdigit() for c in match.group())
+        separators = len(match.group()) - digits
+        return "x" * max(4, CHARS_PER_DIGIT * digits + CHARS_PER_SEPARATOR * separators)
+
+    spoken = _NUMBER.sub(number, text)
+    return len(spoken) + sum(len(_SPOKEN_SYMBOLS[c]) - 1 for c in spoken if c in _SPOKEN_SYMBOLS)
 
 
 def words_of(text: str) -> list[str]:
@@ -185,7 +210,7 @@ class ReplyGuard:
         if (
             limits.max_chars
             and self.sentences
-            and len(self.text) + len(pending.rstrip()) > limits.max_chars
+            and spoken_chars(self.text + pending.rstrip()) > limits.max_chars
         ):
             self._stop("length")  # ends at the last sentence boundary before the cap
             return []
@@ -196,8 +221,14 @@ class ReplyGuard:
             if key and key in self._said_prefixes:
                 self._held.append(chunk)  # may be a repeat: decided at its end
                 return []
+            if limits.max_chars and self.sentences:
+                # A later sentence is said whole or not at all: released chunk by chunk,
+                # the length cap cut it mid-clause ("What kind of potion would").
+                # Holding it costs no latency: the sentences before it are playing.
+                self._held.append(chunk)
+                return []
             out = self._release([chunk])
-            if limits.max_chars and len(self.text) >= limits.max_chars:
+            if limits.max_chars and spoken_chars(self.text) >= limits.max_chars:
                 self._stop("length")  # one run-on sentence: it ends at the cap
             return out
         if len(key) >= MIN_REPEAT_WORDS and key in self._said:
@@ -221,7 +252,7 @@ class ReplyGuard:
         out = self._release([chunk])
         if limits.max_sentences and self.sentences >= limits.max_sentences:
             self._stop("sentences")
-        elif limits.max_chars and len(self.text) >= limits.max_chars:
+        elif limits.max_chars and spoken_chars(self.text) >= limits.max_chars:
             self._stop("length")
         return out
 

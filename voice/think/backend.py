@@ -70,7 +70,7 @@ class LlmConfig:
     seed: int = -1  # the conversation's sampling seed; -1: a fresh one per conversation
     # Brevity and loops, enforced on what is spoken (voice.speak.guard); 0 turns one off.
     reply_sentences: int = 2  # a spoken reply ends after this many sentences
-    reply_max_chars: int = 120  # ... or at the last sentence end before this many characters
+    reply_max_chars: int = 120  # ... or at the last sentence end before this many (as spoken)
     loop_ngram: int = 6  # ... or when it repeats a run of this many words
     repeat_window: int = 3  # ... or a sentence of the last this many replies
     prompt_examples: bool = False  # short example exchanges after the system prompt
