@@ -306,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
             "replies",
             "conversation",
             "turns",
+            "prosody",
             "serve",
             "desk",
             "disconnect",
@@ -357,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--configs",
         help="replies: configurations to run, comma-separated (default: all; see "
         "voice/bench/replies.py)",
+    )
+    p.add_argument(
+        "--onnx",
+        help="prosody: an end-of-turn ONNX model (smart-turn-v3.2-cpu.onnx from the "
+        "pipecat-ai wheel)",
     )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips (turns: N per set)")

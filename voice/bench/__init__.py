@@ -1,5 +1,5 @@
 """Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
-turns, serve, desk, disconnect, soak, hostile, fuzz.
+turns, prosody, serve, desk, disconnect, soak, hostile, fuzz.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -59,6 +59,13 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
             limit=args.limit,
             corpus=args.corpus,
         )
+    elif args.what == "prosody":
+        from voice.bench.prosody import bench_prosody, format_table
+
+        report = bench_prosody(settings, args.onnx, sets=_names(args.sets), limit=args.limit)
+        if not args.json:
+            print(format_table(report))
+            return 0
     elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation
 
