@@ -236,3 +236,14 @@ def test_a_later_sentence_is_said_whole_or_not_at_all() -> None:
     short_second = " What kind, then?"
     guard, _ = run(first + short_second, ReplyLimits(max_sentences=3, max_chars=80))
     assert guard.text == first + short_second
+
+
+def test_a_run_on_first_sentence_ends_at_a_clause_not_inside_a_phrase() -> None:
+    """Past the cap, the first sentence ends at a clause boundary: a forced split in a
+    phrase without punctuation ("the ticket counter with a") is finished first."""
+    text = "In the museum gift shop just look for the ticket counter with a big sign above it."
+    guard, _ = run(text, ReplyLimits(max_sentences=1, max_chars=60))
+    assert guard.text.strip() == text  # no clause boundary: the whole (short) sentence
+    text = "The hall is on the seventh floor, the largest is the canyon, the rest is closed."
+    guard, _ = run(text, ReplyLimits(max_sentences=1, max_chars=45))
+    assert guard.text.rstrip().endswith(",") and guard.reason == "length"

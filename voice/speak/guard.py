@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from voice.speak.chunking import SentenceChunker
 
 _WORD = re.compile(r"[a-z0-9']+")
+_CLAUSE_END = re.compile(r"[,;:.!?…—–)\]\"'”’]\s*$")
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]}*_`]*\s*$")
 # A sentence this short ("Sure.", "I'm a nurse, Sam.": a fact asked for again) may
 # recur without being a loop.
@@ -151,8 +152,9 @@ class ReplyGuard:
 
     def __post_init__(self) -> None:
         if self.limits.max_chars > 0:
-            # Forced splits of a run-on sentence happen at the cap, not 250 characters on.
-            self.chunker.max_chars = min(self.chunker.max_chars, self.limits.max_chars)
+            # A run-on sentence is split at half the cap, not 250 characters on, so it
+            # ends at the cap within half a cap (a chunk that would overrun is dropped).
+            self.chunker.max_chars = min(self.chunker.max_chars, max(1, self.limits.max_chars // 2))
         for key in self.limits.recent:
             self._remember(key)
 
@@ -207,12 +209,8 @@ class ReplyGuard:
     def _chunk(self, chunk: str, ends_sentence: bool) -> list[str]:
         limits = self.limits
         pending = "".join(self._held) + chunk
-        if (
-            limits.max_chars
-            and self.sentences
-            and spoken_chars(self.text + pending.rstrip()) > limits.max_chars
-        ):
-            self._stop("length")  # ends at the last sentence boundary before the cap
+        if limits.max_chars and self.text.strip() and self._overruns(pending):
+            self._stop("length")
             return []
         sentence = self._current + chunk
         key = sentence_key(sentence)
@@ -227,10 +225,7 @@ class ReplyGuard:
                 # Holding it costs no latency: the sentences before it are playing.
                 self._held.append(chunk)
                 return []
-            out = self._release([chunk])
-            if limits.max_chars and spoken_chars(self.text) >= limits.max_chars:
-                self._stop("length")  # one run-on sentence: it ends at the cap
-            return out
+            return self._release([chunk])  # a run-on sentence: the next chunk may overrun
         if len(key) >= MIN_REPEAT_WORDS and key in self._said:
             if key in self._own or self.text.strip():
                 self._stop("loop" if key in self._own else "repeat")
@@ -255,6 +250,23 @@ class ReplyGuard:
         elif limits.max_chars and spoken_chars(self.text) >= limits.max_chars:
             self._stop("length")
         return out
+
+    def _overruns(self, pending: str) -> bool:
+        """Whether saying ``pending`` next would take the reply past its length cap.
+
+        It ends at the last sentence boundary before the cap. A first sentence that
+        runs on (it is spoken as it comes) ends at its last clause that fits, one
+        whole clause past the cap at most (a list of figures was one 100-character
+        chunk, 12 s of speech); it is never left on "the ticket counter with a"
+        unless it runs half a cap further.
+        """
+        cap = self.limits.max_chars
+        length = spoken_chars(self.text + pending.rstrip())
+        if length <= cap:
+            return False
+        if self.sentences or _CLAUSE_END.search(self.text):
+            return True
+        return length > cap * 3 // 2
 
     def _release(self, chunks: list[str]) -> list[str]:
         out = [*self._held, *chunks]
