@@ -17,13 +17,13 @@ from conftest import VoiceServer, clip, reference
 from websockets.asyncio.client import connect
 
 from voice.audio.format import float_to_pcm16
-from voice.bench.stats import word_errors
 from voice.config import Settings
 from voice.conversation.engines import Engines
 from voice.conversation.faults import make_lane
 from voice.conversation.runtime import VirtualClock
 from voice.conversation.setup import build_session
 from voice.events import Event, Final, Partial, TurnContinued
+from voice.stats import word_errors
 
 pytestmark = pytest.mark.slow
 

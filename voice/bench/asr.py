@@ -18,12 +18,12 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.bench.corpus import Clip
-from voice.bench.stats import p50_p95, percentile, wer
 from voice.config import Settings
 from voice.events import Final, Partial, SpeechEnd
 from voice.listen.runner import listen_virtual
 from voice.listen.setup import build_engine, build_listener
 from voice.listen.whisper import Transcription, WhisperEngine
+from voice.stats import p50_p95, percentile, wer
 
 Float32Array = npt.NDArray[np.float32]
 

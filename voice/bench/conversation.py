@@ -36,11 +36,11 @@ import numpy.typing as npt
 
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.corpus import Clip, longest_pause_s, speech_end_s, speech_start_s
-from voice.bench.stats import p50_p95
 from voice.config import Settings
 from voice.conversation.engines import Engines
 from voice.conversation.metrics import summarize
 from voice.conversation.setup import build_session
+from voice.stats import p50_p95
 from voice.think.backend import Message
 from voice.transports.simulate import Script, ScriptTurn, simulate
 

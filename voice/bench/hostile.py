@@ -19,13 +19,13 @@ import psutil
 
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.corpus import Clip, loud_frames
-from voice.bench.stats import wer
 from voice.config import Settings
 from voice.conversation.engines import Engines
 from voice.conversation.faults import make_lane
 from voice.conversation.runtime import VirtualClock
 from voice.conversation.setup import build_session
 from voice.events import Final
+from voice.stats import wer
 
 GAP_S = 0.15  # between clips: well under any end-of-turn silence
 

@@ -42,10 +42,10 @@ from typing import Any
 
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.conversation import BENCH_REPLY_TOKENS, _live_replies, _rate
-from voice.bench.stats import normalize_text, p50_p95, percentile, word_errors
 from voice.bench.turnsets import MIN_PAUSE_S, SETS, Interval, TurnItem, build_set, whisper_words
 from voice.config import Settings
 from voice.errors import ConfigError
+from voice.stats import normalize_text, p50_p95, percentile, word_errors
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from voice.bench.stats import percentile
 from voice.conversation.memory import HeapUsage
 from voice.events import Error as ErrorEvent
 from voice.events import Event, Interrupted, ReplyStarted, TurnMetrics
+from voice.stats import percentile
 
 WINDOW = 500  # turns the latency quantiles are taken over
 QUANTILES = (0.5, 0.95)
