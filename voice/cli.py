@@ -71,12 +71,12 @@ def _llm_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from voice.think.chat import run_chat
+    from voice.reply.chat import run_chat
 
     settings = _settings(args)
     if sys.stdin.isatty():
         print("Type a message and press Enter; Ctrl-D ends.", file=sys.stderr)
-    return run_chat(settings, sys.stdin, Path(args.out_dir))
+    return run_chat(settings.llm, settings.tts, sys.stdin, Path(args.out_dir))
 
 
 def sample_path() -> Path:

@@ -18,7 +18,7 @@ from voice.config import Settings
 from voice.conversation.engines import Engines
 from voice.errors import ConfigError
 from voice.events import Event
-from voice.think.history import MAX_KEPT_MESSAGES, MAX_SAID_CHARS, History
+from voice.reply.history import MAX_KEPT_MESSAGES, MAX_SAID_CHARS, History
 
 # What of REPLY (three sentences) is said: the default settings end a reply after two.
 SPOKEN = REPLY[: REPLY.index("lovely day for it.") + len("lovely day for it.")]

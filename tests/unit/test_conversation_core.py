@@ -24,7 +24,7 @@ from voice.conversation.turns import TurnConfig, judge_turn, same_turn_text
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig, Listener
 from voice.listen.whisper import Transcription
-from voice.think.history import History
+from voice.reply.history import History
 from voice.transports.simulate import Script, ScriptTurn, SimulationResult, simulate
 
 WORDS = [

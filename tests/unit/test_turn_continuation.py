@@ -116,7 +116,7 @@ def test_going_on_before_the_reply_has_started_is_merged_too() -> None:
     from voice.conversation.turns import TurnConfig
     from voice.listen.endpoint import EndpointConfig
     from voice.listen.listener import ListenConfig, Listener
-    from voice.think.history import History
+    from voice.reply.history import History
     from voice.transports.simulate import Script, simulate
 
     class SlowFinals(FakeAsr):

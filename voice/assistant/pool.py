@@ -22,8 +22,7 @@ from voice.conversation.engines import Engines, lane_configs
 from voice.listen.runner import Recognizer
 from voice.listen.setup import build_engine
 from voice.serve.hub import EngineHub
-from voice.speak.reply import Synthesizer
-from voice.speak.tts import PiperTts
+from voice.speak.tts import PiperTts, Synthesizer
 from voice.think.backend import make_backend
 
 

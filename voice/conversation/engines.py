@@ -49,8 +49,7 @@ from voice.conversation.memory import release_freed_memory
 from voice.errors import VoiceError
 from voice.listen.runner import Recognizer, run_pass
 from voice.listen.setup import build_engine
-from voice.speak.reply import Synthesizer
-from voice.speak.tts import PiperTts, TtsConfig
+from voice.speak.tts import PiperTts, Synthesizer, TtsConfig
 from voice.think.backend import (
     LlmBackend,
     LlmConfig,

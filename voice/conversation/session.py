@@ -86,9 +86,9 @@ from voice.events import (
 )
 from voice.listen.listener import Listener
 from voice.listen.whisper import Transcription
+from voice.reply.history import History
 from voice.speak.chunking import SentenceChunker
 from voice.think.backend import Message
-from voice.think.history import History
 
 log = logging.getLogger(__name__)
 

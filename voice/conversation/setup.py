@@ -9,7 +9,7 @@ from voice.conversation.engines import Engines
 from voice.conversation.session import Session
 from voice.listen.listener import Listener
 from voice.listen.vad import make_classifier
-from voice.think.history import History
+from voice.reply.history import History
 
 
 def build_session(settings: Settings, engines: Engines) -> Session:
