@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from conftest import clip, manifest, reference
 
+from voice.app.build import build_listener
 from voice.config import load_settings
 from voice.events import Final, Partial, SpeechStart
 from voice.listen.runner import listen_realtime, listen_virtual
-from voice.listen.setup import build_listener
 from voice.stats import wer
 
 CLIPS = [
