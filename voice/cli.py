@@ -71,12 +71,12 @@ def _llm_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from voice.think.chat import run_chat
+    from voice.reply.chat import run_chat
 
     settings = _settings(args)
     if sys.stdin.isatty():
         print("Type a message and press Enter; Ctrl-D ends.", file=sys.stderr)
-    return run_chat(settings, sys.stdin, Path(args.out_dir))
+    return run_chat(settings.llm, settings.tts, sys.stdin, Path(args.out_dir))
 
 
 def sample_path() -> Path:
@@ -104,14 +104,14 @@ def _format_event(event: dict[str, object]) -> str:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
+    from voice.app.build import build_listener, load_recognizer
     from voice.audio import read_wav
     from voice.listen.runner import listen_realtime, listen_virtual
-    from voice.listen.setup import build_engine, build_listener
 
     settings = _settings(args)
     path = Path(args.file) if args.file else sample_path()
     audio = read_wav(path)
-    engine = build_engine(settings)
+    engine = load_recognizer(settings)
     run = listen_realtime if args.realtime else listen_virtual
     for event in run(build_listener(settings), engine, audio):
         data = event.to_dict()
@@ -166,13 +166,12 @@ def cmd_say(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from voice.conversation.engines import Engines
-    from voice.conversation.setup import build_session
+    from voice.app.build import build_session, load_engines
     from voice.transports.simulate import Script, simulate, write_outputs
 
     settings = _settings(args)
     script = Script.load(args.script or demo_script_path())
-    engines = Engines.load(settings)
+    engines = load_engines(settings)
     result = simulate(script, build_session(settings, engines), engines, realtime=args.realtime)
     metrics = write_outputs(result, args.out_dir, title=Path(args.script or "demo").name)
     summary = metrics["summary"]
@@ -194,9 +193,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from voice.app.serve import run_server
     from voice.serve.access import Access
     from voice.serve.limits import Limits
-    from voice.serve.server import ServeConfig, run_server
+    from voice.serve.server import ServeConfig
 
     config = ServeConfig(
         host=args.host,
@@ -238,7 +238,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_listen(args: argparse.Namespace) -> int:
-    from voice.transports.desk import run_listen
+    from voice.assistant.desk import run_listen
     from voice.transports.terminal import TerminalView
 
     settings = _settings(args)

@@ -9,6 +9,11 @@ timing is always one setting away::
 
     VOICE_ASR_MODEL=/models/faster-whisper-base.en voice transcribe a.wav
     voice transcribe a.wav --asr-model /models/faster-whisper-base.en
+
+Each section's class belongs to the package it configures; this module only
+gathers them. So it sits just below the composition layer (:mod:`voice.app`),
+which hands each part its own section: nothing below that imports this module
+(``lint-imports`` checks it; see docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from conftest import clip
 
+from voice.app.build import build_session, load_engines
 from voice.config import Settings
-from voice.conversation.engines import Engines
 from voice.conversation.session import Session
-from voice.conversation.setup import build_session
+from voice.runtime.engines import Engines
 from voice.transports.simulate import Script, ScriptTurn, SimulationResult, simulate
 
 
@@ -31,7 +31,7 @@ def engines() -> Engines:
     # Greedy decoding: the same reply every run, so speech scripted to land over a
     # reply always finds one playing (a sampled reply can be one short sentence).
     settings.llm.temperature = 0.0
-    return Engines.load(settings)
+    return load_engines(settings)
 
 
 def converse(engines: Engines, turns: list[ScriptTurn]) -> tuple[SimulationResult, Session]:

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from conftest import clip, manifest, reference
 
-from voice.bench.stats import wer
+from voice.app.build import build_listener
 from voice.config import load_settings
 from voice.events import Final, Partial, SpeechStart
 from voice.listen.runner import listen_realtime, listen_virtual
-from voice.listen.setup import build_listener
+from voice.stats import wer
 
 CLIPS = [
     "librispeech_1089-134691-0001",

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from conftest import clip
 
+from voice.app.build import build_session, load_engines
 from voice.bench.llama_server import LlamaServerProcess, free_port
 from voice.config import Settings
-from voice.conversation.engines import Engines
-from voice.conversation.setup import build_session
+from voice.runtime.engines import Engines
 from voice.transports.simulate import Script, ScriptTurn, SimulationResult, simulate
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def settings(**llm: Any) -> Settings:
 
 @pytest.fixture(scope="module")
 def engines() -> Engines:
-    return Engines.load(settings())
+    return load_engines(settings())
 
 
 def two_turns() -> Script:
@@ -189,7 +189,7 @@ def test_the_http_backend_losing_its_server_mid_reply(
     proxy = Proxy(llama_server.port)
     try:
         config = settings(backend="http", url=proxy.url, retries=2)
-        http_engines = Engines.load(config)
+        http_engines = load_engines(config)
         proxy.fault = fault
         session = build_session(config, http_engines)
         result = simulate(two_turns(), session, http_engines)
@@ -201,7 +201,7 @@ def test_the_http_backend_losing_its_server_mid_reply(
 
 def test_an_unreachable_llm_server_is_retried_then_apologised_for(engines: Engines) -> None:
     config = settings(backend="http", url=f"http://127.0.0.1:{free_port()}/v1", retries=2)
-    http_engines = Engines.load(config)
+    http_engines = load_engines(config)
     session = build_session(config, http_engines)
     result = simulate(two_turns(), session, http_engines)
     errors = of(result, "error")

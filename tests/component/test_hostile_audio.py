@@ -16,14 +16,13 @@ import pytest
 from conftest import VoiceServer, clip, reference
 from websockets.asyncio.client import connect
 
+from voice.app.build import build_session, load_engines
 from voice.audio.format import float_to_pcm16
-from voice.bench.stats import word_errors
 from voice.config import Settings
-from voice.conversation.engines import Engines
-from voice.conversation.faults import make_lane
-from voice.conversation.runtime import VirtualClock
-from voice.conversation.setup import build_session
 from voice.events import Event, Final, Partial, TurnContinued
+from voice.runtime.clocks import VirtualClock
+from voice.runtime.faults import make_lane
+from voice.stats import word_errors
 
 pytestmark = pytest.mark.slow
 
@@ -155,7 +154,7 @@ def test_a_very_long_utterance_keeps_a_bounded_buffer_and_a_transcript() -> None
     audio = np.concatenate([np.concatenate([p, np.zeros(2400)]) for p in pieces] * 3)
     assert len(audio) > 45 * 16000
     settings = Settings()
-    engines = Engines.load(settings)
+    engines = load_engines(settings)
     session = build_session(settings, engines)
     clock = VirtualClock(session, make_lane(engines))
     most = 0

@@ -94,7 +94,7 @@ def test_unreachable_server_is_a_clear_error_after_retries() -> None:
 
 
 def test_prefill_moves_work_out_of_the_next_turn_without_changing_it(llama: LlamaBackend) -> None:
-    from voice.think.history import History
+    from voice.reply.history import History
 
     history = History("You are brief.", llama.context_tokens, 40, llama.count_tokens)
     question = "Name a colour."

@@ -10,11 +10,11 @@ import pytest
 
 from voice.assistant.persona import Persona
 from voice.config import Settings
-from voice.speak.guard import MIN_REPEAT_WORDS, has_loop, sentence_key, split_sentences
-from voice.speak.reply import ReplyDone, SpokenAudio, speak_reply
+from voice.reply.guard import MIN_REPEAT_WORDS, has_loop, sentence_key, split_sentences
+from voice.reply.history import History
+from voice.reply.pipeline import ReplyDone, SpokenAudio, speak_reply
 from voice.speak.tts import PiperTts, TtsConfig
 from voice.think.backend import LlmConfig
-from voice.think.history import History
 from voice.think.llama import LlamaBackend
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from voice.audio import read_wav
-from voice.speak.reply import ReplyDone, SpokenAudio, TextDelta, speak_reply
+from voice.reply.pipeline import ReplyDone, SpokenAudio, TextDelta, speak_reply
 from voice.speak.tts import PiperTts, TtsConfig
 from voice.think.backend import LlmConfig, Message
 from voice.think.llama import LlamaBackend

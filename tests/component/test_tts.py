@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from voice.audio import read_wav
-from voice.bench.stats import wer
 from voice.errors import ModelNotFoundError, VoiceError
 from voice.speak.tts import PiperTts, TtsConfig
+from voice.stats import wer
 
 SAY = "The weather is mild today. Please bring a warm coat for the evening."
 THREE = (

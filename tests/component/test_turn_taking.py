@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from conftest import clip
 
+from voice.app.build import build_session, load_engines
 from voice.bench.turnsets import room_tone, splice
 from voice.config import Settings
-from voice.conversation.engines import Engines
 from voice.conversation.session import Session
-from voice.conversation.setup import build_session
+from voice.runtime.engines import Engines
 from voice.transports.simulate import Script, ScriptTurn, SimulationResult, simulate
 
 
@@ -28,7 +28,7 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="module")
 def engines() -> Engines:
-    return Engines.load(settings())
+    return load_engines(settings())
 
 
 def converse(engines: Engines, turns: list[ScriptTurn]) -> tuple[SimulationResult, Session]:
@@ -118,7 +118,7 @@ def test_a_meeting_turn_is_cut_in_on_at_most_once(engines: Engines) -> None:
 
 def test_the_first_turn_is_as_fast_as_the_second() -> None:
     """Freshly loaded (and so warmed) engines: the first turn pays no start-up cost."""
-    fresh = Engines.load(settings())
+    fresh = load_engines(settings())
     # Two whole sentences of about 3 s (not the same one twice: its reply would be the
     # same, and a reply that repeats the last one is not said).
     one, two = "cmu_arctic_axb_a0004", "cmu_arctic_aew_a0003"

@@ -15,10 +15,10 @@ from test_conversation_core import REPLY, FakeAsr, FakeLlm, FakeTts
 
 from voice.assistant import Assistant, Persona, load_persona
 from voice.config import Settings
-from voice.conversation.engines import Engines
 from voice.errors import ConfigError
 from voice.events import Event
-from voice.think.history import MAX_KEPT_MESSAGES, MAX_SAID_CHARS, History
+from voice.reply.history import MAX_KEPT_MESSAGES, MAX_SAID_CHARS, History
+from voice.runtime.engines import Engines
 
 # What of REPLY (three sentences) is said: the default settings end a reply after two.
 SPOKEN = REPLY[: REPLY.index("lovely day for it.") + len("lovely day for it.")]
@@ -342,7 +342,7 @@ def test_loading_a_model_does_not_stall_other_assistants(monkeypatch: pytest.Mon
         time.sleep(1.5)
         return FakeAsr()
 
-    monkeypatch.setattr(pool_module, "build_engine", slow_load)
+    monkeypatch.setattr(pool_module, "load_recognizer", slow_load)
     monkeypatch.setattr(pool_module, "PiperTts", lambda config: FakeTts())
     monkeypatch.setattr(pool_module, "make_backend", lambda config: FakeLlm())
     pool = ModelPool()
@@ -359,7 +359,7 @@ def test_loading_a_model_does_not_stall_other_assistants(monkeypatch: pytest.Mon
 
 def test_one_assistant_too_many_says_how_to_allow_more() -> None:
     from voice.assistant.pool import ModelPool
-    from voice.serve.hub import ServerFull
+    from voice.runtime.hub import ServerFull
 
     pool = ModelPool(max_assistants=1)
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from test_conversation_core import FakeLlm
 
-import voice.think.chat as chat
+import voice.reply.chat as chat
 from voice.config import Settings
 from voice.errors import VoiceError
-from voice.speak.reply import speak_reply
+from voice.reply.pipeline import speak_reply
 from voice.think.http import LlmUnavailableError
 
 
@@ -61,7 +61,8 @@ def test_one_failed_reply_does_not_end_the_chat(
     monkeypatch.setattr(chat, "make_backend", lambda config: llm)
     monkeypatch.setattr(chat, "PiperTts", lambda config: Voice())
     out = io.StringIO()
-    assert chat.run_chat(Settings(), ["Hello?", "How are you?"], tmp_path, out) == 0
+    settings = Settings()
+    assert chat.run_chat(settings.llm, settings.tts, ["Hello?", "How are you?"], tmp_path, out) == 0
     text = out.getvalue()
     assert "not answering" in text and "type it again" in text
     assert "Fine, thank you." in text  # the second line was answered

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from voice.serve.contexts import ContextPool
+from voice.runtime.contexts import ContextPool
 
 
 def counting_pool(limit: int, wait_s: float = 2.0) -> tuple[ContextPool[int], list[int]]:

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 from conftest import LoudIsSpeech
 
-from voice.conversation.engines import Engines
 from voice.conversation.generation import Playback, SpokenChunk
 from voice.conversation.session import ConversationConfig, Session
 from voice.conversation.turns import TurnConfig, judge_turn, same_turn_text
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig, Listener
 from voice.listen.whisper import Transcription
-from voice.think.history import History
+from voice.reply.history import History
+from voice.runtime.engines import Engines
 from voice.transports.simulate import Script, ScriptTurn, SimulationResult, simulate
 
 WORDS = [

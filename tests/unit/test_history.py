@@ -2,8 +2,8 @@
 
 import pytest
 
+from voice.reply.history import History, InputTooLongError
 from voice.think.backend import Message
-from voice.think.history import History, InputTooLongError
 
 
 def count(messages: list[Message]) -> int:

@@ -10,10 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voice.config import Settings
 from voice.conversation.actions import AsrJob, Job, LlmStep, PrefillJob
 from voice.listen.listener import TranscribeRequest
-from voice.serve.hub import EngineHub, HubSession, ServerFull
+from voice.runtime.hub import EngineHub, HubSession, ServerFull
 
 
 def asr(uid: int, live: bool = True) -> AsrJob:
@@ -72,9 +71,7 @@ def attach(hub: EngineHub, name: str, jobs: list[Job], log: list[str], ahead_ms:
 
 
 def hub_for_tests(max_sessions: int = 4) -> EngineHub:
-    settings = Settings()
-    settings.llm.backend = "http"  # no contexts to pool: nothing is loaded
-    return EngineHub(settings, engines=None, max_sessions=max_sessions)  # type: ignore[arg-type]
+    return EngineHub(None, max_sessions=max_sessions)  # a scheduler only: nothing is loaded
 
 
 def run_until(log: list[str], count: int) -> None:
@@ -244,19 +241,16 @@ def test_a_session_that_fails_to_open_gives_its_llm_context_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An application hook that raises must not cost the pool a context for good."""
-    import voice.serve.hub as hub_module
-    from voice.conversation.engines import Engines
+    import voice.runtime.hub as hub_module
+    from voice.runtime.engines import Engines
 
     built: list[FakeSession] = []
 
-    def build_session(settings: Settings, engines: Engines) -> FakeSession:
+    def build_session(engines: Engines) -> FakeSession:
         built.append(FakeSession([]))
         return built[-1]
 
-    monkeypatch.setattr(hub_module, "build_session", build_session)
     monkeypatch.setattr(hub_module, "make_lane", lambda engines, timeout: FakeLane("x", []))
-    settings = Settings()
-    settings.llm.backend = "embedded"
     engines = Engines(asr=None, llm="context-0", tts=None)  # type: ignore[arg-type]
     failures = [RuntimeError("the application's hook failed")]
 
@@ -264,7 +258,10 @@ def test_a_session_that_fails_to_open_gives_its_llm_context_back(
         if failures:
             raise failures.pop()
 
-    hub = EngineHub(settings, engines, max_sessions=1, configure=configure)
+    hub = EngineHub(
+        engines, max_sessions=1, build=build_session, new_context=lambda: "context-new",
+        configure=configure,
+    )  # type: ignore[arg-type]  # fmt: skip
     with pytest.raises(RuntimeError):
         hub.open(lambda: None)
     assert built[0].closed  # the half-built session's native parts are freed at once
@@ -280,21 +277,20 @@ def test_opens_that_overlap_beyond_the_maximum_are_refused_without_making_contex
     """A crowd reconnecting at once: before, every open passed the check, borrowed (or
     after a wait made) a context, and was refused only when attaching, so the pool kept
     a context per refused client for good."""
-    import voice.serve.hub as hub_module
-    from voice.conversation.engines import Engines
+    import voice.runtime.hub as hub_module
+    from voice.runtime.engines import Engines
 
-    def build_session(settings: Settings, engines: Engines) -> FakeSession:
+    def build_session(engines: Engines) -> FakeSession:
         time.sleep(0.2)  # loading Silero, warming the context
         return FakeSession([])
 
-    monkeypatch.setattr(hub_module, "build_session", build_session)
     monkeypatch.setattr(hub_module, "make_lane", lambda engines, timeout: FakeLane("x", []))
     made = itertools.count(1)
-    monkeypatch.setattr(EngineHub, "_new_context", lambda self: f"context-{next(made)}")
-    settings = Settings()
-    settings.llm.backend = "embedded"
     engines = Engines(asr=None, llm="context-0", tts=None)  # type: ignore[arg-type]
-    hub = EngineHub(settings, engines, max_sessions=2)
+    hub = EngineHub(
+        engines, max_sessions=2, build=build_session,
+        new_context=lambda: f"context-{next(made)}",
+    )  # type: ignore[arg-type]  # fmt: skip
     outcomes: list[str] = []
 
     def connect() -> None:

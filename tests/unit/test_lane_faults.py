@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from voice.conversation.actions import LlmClose, LlmStep, TtsJob
-from voice.conversation.engines import EngineLane, Engines, EngineTimeout
-from voice.conversation.faults import Fault, FaultyLane, make_lane, parse_faults
 from voice.errors import ConfigError
+from voice.runtime.engines import EngineLane, Engines, EngineTimeout
+from voice.runtime.faults import Fault, FaultyLane, make_lane, parse_faults
 
 
 class SlowVoice:
@@ -123,7 +123,7 @@ def test_make_lane_drills_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_engine_thread_hands_freed_memory_back_when_it_falls_idle(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from voice.conversation import engines
+    from voice.runtime import engines
 
     trims: list[int] = []
     monkeypatch.setattr(engines, "release_freed_memory", lambda: trims.append(1))

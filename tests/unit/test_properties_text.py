@@ -20,6 +20,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from voice.audio.format import to_pcm16
 from voice.conversation.turns import same_turn_text, split_words
 from voice.listen.agreement import normalize_word
 from voice.serve.protocol import (
@@ -37,7 +38,6 @@ from voice.serve.protocol import (
     parse_audio,
     parse_downlink,
     parse_text,
-    to_pcm16,
 )
 from voice.speak.chunking import SentenceChunker
 from voice.speak.speakable import to_speakable

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from voice.audio.format import to_pcm16
 from voice.serve.protocol import (
     CLOSE_PROTOCOL_ERROR,
     MAX_TEXT_BYTES,
@@ -21,7 +22,6 @@ from voice.serve.protocol import (
     parse_audio,
     parse_downlink,
     parse_text,
-    to_pcm16,
 )
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-from voice.speak.chunking import SentenceChunker
-from voice.speak.guard import (
+from voice.reply.guard import (
     ReplyGuard,
     ReplyLimits,
     has_loop,
@@ -16,6 +15,7 @@ from voice.speak.guard import (
     spoken_chars,
     words_of,
 )
+from voice.speak.chunking import SentenceChunker
 
 
 def tokens(text: str) -> list[str]:
@@ -160,7 +160,7 @@ def test_a_generation_cut_at_the_cap_speaks_and_keeps_only_its_sentences() -> No
     """The session's side: a Generation with a History's prompt stops at the cap, the
     model may be closed, and what history gets is what will be spoken."""
     from voice.conversation.generation import Generation
-    from voice.think.history import History
+    from voice.reply.history import History
 
     history = History(
         "Be brief.",
@@ -185,7 +185,7 @@ def test_a_generation_cut_at_the_cap_speaks_and_keeps_only_its_sentences() -> No
 
 
 def test_seeds_are_per_conversation_and_turn() -> None:
-    from voice.think.history import History
+    from voice.reply.history import History
 
     def count(ms: list) -> int:  # type: ignore[type-arg]
         return 1
@@ -200,7 +200,7 @@ def test_seeds_are_per_conversation_and_turn() -> None:
 
 
 def test_the_history_budget_keeps_the_latest_turns() -> None:
-    from voice.think.history import History
+    from voice.reply.history import History
 
     def count(ms: list) -> int:  # type: ignore[type-arg]
         return sum(len(m.content.split()) + 1 for m in ms)
@@ -219,7 +219,7 @@ def test_the_history_budget_keeps_the_latest_turns() -> None:
 
 
 def test_a_reply_of_which_nothing_was_said_does_not_seed_the_next() -> None:
-    from voice.think.history import History
+    from voice.reply.history import History
 
     history = History("s", 100, 10, lambda ms: 1)
     history.add_turn("hi", "")

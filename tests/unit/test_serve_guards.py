@@ -18,9 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
-from voice.conversation.memory import HeapUsage, heap_usage
 from voice.conversation.transcript import TranscriptWriter, load_transcript, read_transcript
 from voice.events import Error, Final, Interrupted, ReplyEnded, ReplyStarted, TurnMetrics
+from voice.runtime.memory import HeapUsage, heap_usage
 from voice.serve.access import Access, exposure_warning, is_loopback
 from voice.serve.limits import LoopLag, RateGuard
 from voice.serve.metrics import ServerMetrics
@@ -395,7 +395,7 @@ def test_heap_usage_sees_a_live_allocation_and_its_release() -> None:
 
 
 def test_freed_memory_goes_back_to_the_system_at_most_every_few_seconds() -> None:
-    from voice.conversation import memory
+    from voice.runtime import memory
 
     memory._last = 0.0
     assert memory.release_freed_memory(now=1000.0) is (memory._libc is not False)

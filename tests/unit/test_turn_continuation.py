@@ -111,12 +111,12 @@ def test_going_on_before_the_reply_has_started_is_merged_too() -> None:
     from conftest import LoudIsSpeech
     from test_conversation_core import FakeAsr, FakeLlm, FakeTts
 
-    from voice.conversation.engines import Engines
     from voice.conversation.session import Session
     from voice.conversation.turns import TurnConfig
     from voice.listen.endpoint import EndpointConfig
     from voice.listen.listener import ListenConfig, Listener
-    from voice.think.history import History
+    from voice.reply.history import History
+    from voice.runtime.engines import Engines
     from voice.transports.simulate import Script, simulate
 
     class SlowFinals(FakeAsr):

@@ -21,7 +21,7 @@ with Assistant(persona="examples/personas/guide.toml") as bot:
 The conversation core (:class:`voice.conversation.session.Session`) runs on
 audio time: the assistant's clock is the microphone audio it is fed. Its jobs
 run on the model pool's one engine thread, shared with the pool's other
-assistants (:class:`voice.serve.hub.EngineHub`); every public method may be
+assistants (:class:`voice.runtime.hub.EngineHub`); every public method may be
 called from any thread. Events go to callbacks (on
 the thread that calls ``process``/``feed``, which is where a conversation's
 output is taken) and to ``async for`` iterators (on their event loop). Keep
@@ -43,18 +43,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.app.build import build_session, make_hub
 from voice.assistant.persona import Persona, load_persona
 from voice.assistant.pool import ModelPool, default_pool
 from voice.audio.format import SAMPLE_RATE
 from voice.config import Settings, load_settings
 from voice.conversation.actions import Action, Play
-from voice.conversation.engines import Engines
-from voice.conversation.faults import make_lane
 from voice.conversation.session import BeforeReply, Output, Session
-from voice.conversation.setup import build_session
 from voice.errors import AudioFormatError
 from voice.events import Error, Event, ReplyEnded
-from voice.serve.hub import HubSession
+from voice.runtime.engines import Engines
+from voice.runtime.faults import make_lane
+from voice.runtime.hub import HubSession
 from voice.transports.playback import PlaybackQueue
 
 log = logging.getLogger(__name__)
@@ -244,7 +244,6 @@ class Assistant:
         gets its own conversation with this persona, the ``before_reply`` hook, and
         its events to this assistant's callbacks (on the server's thread). Blocks until
         ``stop`` is set or Ctrl-C."""
-        from voice.serve.hub import EngineHub
         from voice.serve.server import ServeConfig, serve_forever
 
         config = config or ServeConfig()
@@ -257,7 +256,7 @@ class Assistant:
             self._dispatch([event])
 
         engines = self.pool.engines_for(self.settings)  # the first browser's context
-        hub = EngineHub(self.settings, engines, config.max_sessions, configure=configure)
+        hub = make_hub(self.settings, engines, config.max_sessions, configure=configure)
 
         async def until_stopped() -> None:
             server = asyncio.create_task(serve_forever(hub, config, on_event=on_event))

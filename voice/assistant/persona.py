@@ -31,7 +31,7 @@ from voice.errors import ConfigError
 class ReplyLength:
     """An instruction for the model, and what the reply path enforces whatever the
     model does (a tiny model ignores the instruction): a token cap, and the sentences
-    and characters the spoken reply ends at (voice.speak.guard)."""
+    and characters the spoken reply ends at (voice.reply.guard)."""
 
     instruction: str
     max_tokens: int

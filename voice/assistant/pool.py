@@ -8,7 +8,7 @@ voice, pace and pitch, and whose language model is its own llama.cpp context
 weights are in memory once.
 
 The pool also owns the one engine thread that runs every assistant's jobs
-(:attr:`scheduler`, an :class:`voice.serve.hub.EngineHub`): two cores run one
+(:attr:`scheduler`, an :class:`voice.runtime.hub.EngineHub`): two cores run one
 heavy pass well and several badly, so two NPCs share the CPU by urgency (a
 final transcript before another's pre-fill) instead of fighting over it.
 """
@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import threading
 
+from voice.app.build import lane_configs, load_recognizer
 from voice.config import Settings
-from voice.conversation.engines import Engines, lane_configs
 from voice.listen.runner import Recognizer
-from voice.listen.setup import build_engine
-from voice.serve.hub import EngineHub
-from voice.speak.reply import Synthesizer
-from voice.speak.tts import PiperTts
+from voice.runtime.engines import Engines
+from voice.runtime.hub import EngineHub
+from voice.speak.tts import PiperTts, Synthesizer
 from voice.think.backend import make_backend
 
 
@@ -44,7 +43,7 @@ class ModelPool:
         with self._scheduler_lock:
             if self._scheduler is None:
                 self._scheduler = EngineHub(
-                    Settings(), None, self.max_assistants,
+                    None, self.max_assistants,
                     full_hint="Close an assistant first, or give them a "
                     "ModelPool(max_assistants=...) of their own size.",
                 ).start()  # fmt: skip
@@ -57,7 +56,7 @@ class ModelPool:
             asr_key = repr(settings.asr)
             fresh = asr_key not in self._asr or repr(tts_config) not in self._tts
             if asr_key not in self._asr:
-                self._asr[asr_key] = build_engine(settings)
+                self._asr[asr_key] = load_recognizer(settings)
             tts_key = repr(tts_config)
             if tts_key not in self._tts:
                 self._tts[tts_key] = (PiperTts(tts_config), {})

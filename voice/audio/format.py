@@ -39,6 +39,12 @@ def float_to_pcm16(audio: npt.NDArray[np.floating]) -> Int16Array:
     return pcm
 
 
+def to_pcm16(audio: npt.NDArray[np.floating]) -> bytes:
+    """Float samples as PCM16 little-endian bytes: the WebSocket protocol's wire format
+    both ways, and what WebRTC's echo canceller takes (so it lives here, below both)."""
+    return float_to_pcm16(audio).astype("<i2").tobytes()
+
+
 def level_db(audio: npt.NDArray[np.floating]) -> float:
     """The level of the sound in dBFS: RMS with the mean taken out, since a DC offset
     (a cheap microphone, a bad driver) is no sound; silence is -180, not minus infinity."""

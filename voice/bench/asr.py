@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.app.build import build_listener, load_recognizer
 from voice.bench.corpus import Clip
-from voice.bench.stats import p50_p95, percentile, wer
 from voice.config import Settings
 from voice.events import Final, Partial, SpeechEnd
 from voice.listen.runner import listen_virtual
-from voice.listen.setup import build_engine, build_listener
 from voice.listen.whisper import Transcription, WhisperEngine
+from voice.stats import p50_p95, percentile, wer
 
 Float32Array = npt.NDArray[np.float32]
 
@@ -56,7 +56,7 @@ def peak_rss_mb() -> float:
 
 
 def bench_asr(corpus: list[Clip], settings: Settings) -> dict[str, Any]:
-    engine = build_engine(settings)
+    engine = load_recognizer(settings)
     counting = _CountingEngine(engine)
     clips = [c for c in corpus if c.kind == "speech" and c.text]
     rows: list[dict[str, Any]] = []

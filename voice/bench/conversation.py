@@ -34,13 +34,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.app.build import build_session, load_engines
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.corpus import Clip, longest_pause_s, speech_end_s, speech_start_s
-from voice.bench.stats import p50_p95
 from voice.config import Settings
-from voice.conversation.engines import Engines
 from voice.conversation.metrics import summarize
-from voice.conversation.setup import build_session
+from voice.runtime.engines import Engines
+from voice.stats import p50_p95
 from voice.think.backend import Message
 from voice.transports.simulate import Script, ScriptTurn, simulate
 
@@ -308,7 +308,7 @@ def bench_conversation(
     clips: list[Clip], settings: Settings, limit: int | None = None
 ) -> dict[str, Any]:
     plans = plan_conversations(clips, limit)
-    engines = Engines.load(_mode_settings(settings, "default"))
+    engines = load_engines(_mode_settings(settings, "default"))
     report: dict[str, Any] = {"reply_tokens_cap": BENCH_REPLY_TOKENS, "modes": {}}
     default_v2v: list[float] = []
     fixed_endpoints: list[float | None] = []

@@ -40,12 +40,11 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio import write_wav
-from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE, pcm16_to_float
+from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE, pcm16_to_float, to_pcm16
 from voice.bench.corpus import Clip
 from voice.bench.pulse import ListenProcess, PulseRig
-from voice.bench.stats import p50_p95
 from voice.errors import VoiceError
-from voice.serve.protocol import to_pcm16
+from voice.stats import p50_p95
 
 OPENERS = ("ljspeech_LJ001-0008", "cmu_arctic_axb_a0004", "cmu_arctic_aew_a0003")
 BARGES = ("cmu_arctic_axb_a0005", "speechcommands_stop_6a27a9bf")

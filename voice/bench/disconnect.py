@@ -21,8 +21,8 @@ from typing import Any
 from voice.bench.corpus import Clip
 from voice.bench.llama_server import LlamaServerProcess
 from voice.bench.serve import WAIT_S, ServerProcess, _replied, plan
-from voice.bench.stats import p50_p95
 from voice.serve.client import VoiceClient
+from voice.stats import p50_p95
 
 STORY = (
     "You are a storyteller. Whatever the user says, answer with a very long story "

@@ -61,7 +61,8 @@ def seed_inputs() -> dict[str, bytes]:
     """Messages of each kind (and a past finding), for libFuzzer to start mutating from."""
     import numpy as np
 
-    from voice.serve.protocol import downlink_frame, message, to_pcm16
+    from voice.audio.format import to_pcm16
+    from voice.serve.protocol import downlink_frame, message
 
     tone = (0.5 * np.sin(np.arange(320) * 2 * np.pi * 440 / 16000)).astype(np.float32)
     return {
@@ -199,6 +200,7 @@ def _worker(libfuzzer_args: list[str]) -> None:
     import numpy as np  # numpy itself is not instrumented: only the decoder is of interest
 
     with atheris.instrument_imports(include=["voice"]):
+        from voice.audio.format import to_pcm16
         from voice.serve import protocol
 
     def test_one_input(data: bytes) -> None:
@@ -208,7 +210,7 @@ def _worker(libfuzzer_args: list[str]) -> None:
             except protocol.ProtocolError:
                 pass
             else:
-                assert audio.dtype == np.float32 and protocol.to_pcm16(audio) == data
+                assert audio.dtype == np.float32 and to_pcm16(audio) == data
         try:
             reply_id, offset, samples = protocol.parse_downlink(data)
         except protocol.ProtocolError:

@@ -17,15 +17,14 @@ from typing import Any
 import numpy as np
 import psutil
 
+from voice.app.build import build_session, load_engines
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.corpus import Clip, loud_frames
-from voice.bench.stats import wer
 from voice.config import Settings
-from voice.conversation.engines import Engines
-from voice.conversation.faults import make_lane
-from voice.conversation.runtime import VirtualClock
-from voice.conversation.setup import build_session
 from voice.events import Final
+from voice.runtime.clocks import VirtualClock
+from voice.runtime.faults import make_lane
+from voice.stats import wer
 
 GAP_S = 0.15  # between clips: well under any end-of-turn silence
 
@@ -53,7 +52,7 @@ def endless_speech(clips: list[Clip], seconds: float) -> tuple[np.ndarray, str]:
 
 def bench_hostile(clips: list[Clip], settings: Settings, seconds: float = 300.0) -> dict[str, Any]:
     audio, reference = endless_speech(clips, seconds)
-    engines = Engines.load(settings)
+    engines = load_engines(settings)
     session = build_session(settings, engines)
     clock = VirtualClock(session, make_lane(engines, session.config.job_timeout_s))
     process = psutil.Process()

@@ -25,13 +25,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from voice.bench.stats import p50_p95
 from voice.config import Settings
-from voice.speak.guard import MIN_REPEAT_WORDS, has_loop, sentence_key, split_sentences, words_of
-from voice.speak.reply import ReplyDone, SpokenAudio, speak_reply
+from voice.reply.guard import MIN_REPEAT_WORDS, has_loop, sentence_key, split_sentences, words_of
+from voice.reply.history import History
+from voice.reply.pipeline import ReplyDone, SpokenAudio, speak_reply
 from voice.speak.tts import PiperTts
+from voice.stats import p50_p95
 from voice.think.backend import LlmBackend, LlmConfig, make_backend, prefill
-from voice.think.history import History
 
 from .replies_turns import DIALOGUES, Dialogue
 

@@ -15,12 +15,12 @@ import time
 from typing import Any
 
 from voice.bench.asr import peak_rss_mb
-from voice.bench.stats import p50_p95, percentile
 from voice.config import Settings
-from voice.speak.reply import ReplyDone, speak_reply
+from voice.reply.history import History
+from voice.reply.pipeline import ReplyDone, speak_reply
 from voice.speak.tts import PiperTts
+from voice.stats import p50_p95, percentile
 from voice.think.backend import LlmBackend, make_backend, prefill
-from voice.think.history import History
 
 QUESTIONS = [
     "What is a good name for a cat?",

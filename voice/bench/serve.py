@@ -42,9 +42,9 @@ import numpy.typing as npt
 
 from voice.bench.conversation import BENCH_REPLY_TOKENS, SKIP_AS_TURNS
 from voice.bench.corpus import Clip, longest_pause_s, speech_end_s, speech_start_s
-from voice.bench.stats import p50_p95
 from voice.errors import VoiceError
 from voice.serve.client import SentClip, VoiceClient
+from voice.stats import p50_p95
 
 Float32Array = npt.NDArray[np.float32]
 

@@ -41,8 +41,8 @@ from voice.bench.serve import (
     _Turn,
     plan,
 )
-from voice.bench.stats import p50_p95
 from voice.serve.client import VoiceClient
+from voice.stats import p50_p95
 
 RSS_EVERY_S = 5.0
 PHASE_MIN = 5.0  # the clients pause this often, so that the heap at rest can be read

@@ -42,10 +42,10 @@ from typing import Any
 
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.conversation import BENCH_REPLY_TOKENS, _live_replies, _rate
-from voice.bench.stats import normalize_text, p50_p95, percentile, word_errors
 from voice.bench.turnsets import MIN_PAUSE_S, SETS, Interval, TurnItem, build_set, whisper_words
 from voice.config import Settings
 from voice.errors import ConfigError
+from voice.stats import normalize_text, p50_p95, percentile, word_errors
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +278,7 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_item(item: TurnItem, settings: Settings, engines: Any) -> dict[str, Any]:
     """One item through a fresh session; its row (with the events' figures)."""
-    from voice.conversation.setup import build_session
+    from voice.app.build import build_session
     from voice.transports.simulate import Script, ScriptTurn, simulate
 
     started = time.perf_counter()
@@ -322,7 +322,7 @@ def bench_turns(
     limit: int | None = None,
     corpus: str | Path | None = None,
 ) -> dict[str, Any]:
-    from voice.conversation.engines import Engines
+    from voice.app.build import load_engines
 
     sets = sets or list(SETS)
     modes = modes or ["default"]
@@ -333,7 +333,7 @@ def bench_turns(
             f"Modes: {', '.join(MODES)}; sets: {', '.join(SETS)}.",
         )
     base, _ = mode_settings(settings, {})
-    engines = Engines.load(base)
+    engines = load_engines(base)
     started = time.perf_counter()
     words_of = whisper_words(_whisper_model(engines, base))
     root = Path(corpus) if corpus else None

@@ -33,7 +33,7 @@ import numpy.typing as npt
 from voice.audio import read_wav
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.bench.corpus import DEFAULT_CORPUS, Clip, audible_frames, load_corpus
-from voice.bench.stats import normalize_text
+from voice.stats import normalize_text
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ import numpy.typing as npt
 
 from voice.audio.format import FRAME_MS, FRAME_SAMPLES, burst_level_db, float_to_pcm16, level_db
 from voice.bench.corpus import Clip
-from voice.bench.stats import p50_p95
 from voice.config import Settings
 from voice.listen.endpoint import Ended, Endpointer
 from voice.listen.vad import make_classifier
+from voice.stats import p50_p95
 
 Float32Array = npt.NDArray[np.float32]
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from voice.reply.guard import ReplyGuard, ReplyLimits
 from voice.speak.chunking import SentenceChunker
 from voice.speak.directions import StageDirections
-from voice.speak.guard import ReplyGuard, ReplyLimits
 from voice.think.backend import Message
 
 Float32Array = npt.NDArray[np.float32]

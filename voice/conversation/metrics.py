@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from voice.bench.stats import p50_p95
 from voice.conversation.generation import Generation, Playback
 from voice.events import TurnMetrics
+from voice.stats import p50_p95
 
 
 @dataclass

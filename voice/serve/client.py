@@ -25,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 from websockets.asyncio.client import ClientConnection, connect
 
-from voice.serve.protocol import FORMAT, FRAME_MS, PROTOCOL_VERSION, parse_downlink, to_pcm16
+from voice.audio.format import to_pcm16
+from voice.serve.protocol import FORMAT, FRAME_MS, PROTOCOL_VERSION, parse_downlink
 from voice.transports.playback import PlaybackQueue
 
 Float32Array = npt.NDArray[np.float32]

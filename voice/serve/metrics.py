@@ -14,10 +14,10 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from voice.bench.stats import percentile
-from voice.conversation.memory import HeapUsage
 from voice.events import Error as ErrorEvent
 from voice.events import Event, Interrupted, ReplyStarted, TurnMetrics
+from voice.runtime.memory import HeapUsage
+from voice.stats import percentile
 
 WINDOW = 500  # turns the latency quantiles are taken over
 QUANTILES = (0.5, 0.95)
@@ -85,7 +85,7 @@ class ServerMetrics:
         self, hub: dict[str, object], rss_bytes: int | None, heap: HeapUsage | None = None
     ) -> str:
         """The exposition text; ``hub`` is :meth:`EngineHub.stats`, ``heap`` what
-        :func:`voice.conversation.memory.heap_usage` says (a leak shows there)."""
+        :func:`voice.runtime.memory.heap_usage` says (a leak shows there)."""
         out: list[str] = []
 
         def metric(name: str, kind: str, help_text: str, lines: Iterable[str]) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import float_to_pcm16, pcm16_to_float
+from voice.audio.format import pcm16_to_float, to_pcm16
 from voice.errors import VoiceError
 
 PROTOCOL_VERSION = 1
@@ -182,11 +182,6 @@ def parse_audio(raw: bytes, sample_rate: int) -> Float32Array:
             code="frame_too_large",
         )
     return pcm16_to_float(raw)
-
-
-def to_pcm16(audio: Float32Array) -> bytes:
-    """Float samples as PCM16 little-endian bytes (the wire format both ways)."""
-    return float_to_pcm16(audio).astype("<i2").tobytes()
 
 
 def downlink_frame(reply_id: int, offset: int, audio: Float32Array) -> bytes:

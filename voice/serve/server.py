@@ -21,13 +21,11 @@ import json
 import logging
 import mimetypes
 import ssl
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from websockets.asyncio.server import ServerConnection, serve
@@ -39,12 +37,12 @@ from voice.audio.checks import ByteOrderWatch
 from voice.audio.format import SAMPLE_RATE
 from voice.audio.resample import Resampler, resample
 from voice.conversation.actions import Clear, Pause, Play, Resume
-from voice.conversation.memory import heap_usage
 from voice.conversation.transcript import TranscriptWriter
 from voice.errors import VoiceError
 from voice.events import Event
-from voice.serve.access import Access, exposure_warning
-from voice.serve.hub import EngineHub, HubSession, ServerFull
+from voice.runtime.hub import EngineHub, HubSession, ServerFull
+from voice.runtime.memory import heap_usage
+from voice.serve.access import Access
 from voice.serve.limits import Limits, LoopLag, RateGuard
 from voice.serve.metrics import ServerMetrics
 from voice.serve.pacing import Pacer
@@ -184,7 +182,7 @@ class Connection:
         sender: asyncio.Task[None] | None = None
         ending = "client closed"
         try:  # from here on, whatever happens, the session is closed
-            greeting = self.hub.settings.conversation.greeting
+            greeting = self.hub.greeting
             if greeting:
                 with self.hub_session.lock:
                     self.hub_session.session.say(greeting)
@@ -511,35 +509,3 @@ def _rss_bytes() -> int | None:
         return int(psutil.Process().memory_info().rss)
     except Exception:
         return None
-
-
-def run_server(settings: Any, config: ServeConfig) -> int:
-    """Load the models once, then serve (blocking) until Ctrl-C."""
-    from voice.conversation.engines import Engines
-
-    config.ssl_context()  # a bad certificate fails now, not after loading the models
-    warning = exposure_warning(config.host, config.access.token, bool(config.certfile))
-    if warning:
-        print(warning, file=sys.stderr, flush=True)
-    started = time.perf_counter()
-    engines = Engines.load(settings)
-    hub = EngineHub(settings, engines, config.max_sessions)
-    hub.preload_contexts(config.max_sessions)
-    shown = "127.0.0.1" if config.host in ("0.0.0.0", "") else config.host
-    scheme = "https" if config.certfile else "http"
-    query = "?token=TOKEN" if config.access.token else ""
-    print(
-        f"voice serve: models loaded in {time.perf_counter() - started:.1f} s; "
-        f"open {scheme}://{shown}:{config.port}/{query} (Ctrl-C stops)",
-        flush=True,
-    )
-    with hub, contextlib.suppress(KeyboardInterrupt):
-        try:
-            asyncio.run(serve_forever(hub, config))
-        except OSError as exc:  # the port is taken, or the address is not ours
-            raise VoiceError(
-                f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}.",
-                "Pick another port with --port, or stop the program that holds it.",
-                code="address_in_use",
-            ) from exc
-    return 0

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +30,7 @@ from voice.audio import resample
 from voice.errors import ConfigError, VoiceError
 from voice.speak.speakable import to_speakable
 
-__all__ = ["Cancel", "PiperTts", "TtsConfig"]
+__all__ = ["Cancel", "PiperTts", "Synthesizer", "TtsConfig"]
 
 Float32Array = npt.NDArray[np.float32]
 
@@ -39,6 +39,15 @@ Float32Array = npt.NDArray[np.float32]
 Cancel = threading.Event | Callable[[], bool] | None
 
 MIN_RATE, MAX_RATE = 0.25, 4.0
+
+
+class Synthesizer(Protocol):
+    """What the reply pipeline and the engine lanes need of a voice (Piper, or a test's
+    fake): text in, audio chunks out, stopping early when ``cancel`` is set."""
+
+    def synthesize(
+        self, text: str, cancel: threading.Event | None = None
+    ) -> Iterator[Float32Array]: ...
 
 
 @dataclass

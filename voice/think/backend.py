@@ -68,7 +68,7 @@ class LlmConfig:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.6
     seed: int = -1  # the conversation's sampling seed; -1: a fresh one per conversation
-    # Brevity and loops, enforced on what is spoken (voice.speak.guard); 0 turns one off.
+    # Brevity and loops, enforced on what is spoken (voice.reply.guard); 0 turns one off.
     reply_sentences: int = 2  # a spoken reply ends after this many sentences
     reply_max_chars: int = 120  # ... or at the last sentence end before this many (as spoken)
     loop_ngram: int = 6  # ... or when it repeats a run of this many words

@@ -1,19 +1,19 @@
 """The desk transport: a person at a computer, its microphone and its speakers.
 
-``voice listen`` runs a session on real devices through sounddevice (PortAudio).
+``voice listen`` (:mod:`voice.assistant.desk`) runs an assistant on real devices
+through sounddevice (PortAudio).
 The audio callbacks only move samples between the device and queues, never
 block and never touch a model: the microphone's blocks go into a queue; the
 speaker plays from a queue of reply audio, obeying pause, resume and clear at
 once, counting what it played of each reply and keeping a copy of what it
 played as the echo canceller's reference. The main thread resamples the
-microphone to 16 kHz and feeds the session; an engine thread
-(:class:`~voice.conversation.runtime.WallClock`) runs the models.
+microphone to 16 kHz and feeds the session; an engine thread (the assistant's
+:class:`~voice.runtime.hub.EngineHub`) runs the models.
 """
 
 from __future__ import annotations
 
 import queue
-import sys
 import threading
 import time
 from collections import Counter, deque
@@ -409,41 +409,3 @@ class DeskConfig:
 
 
 ECHO_MODES = ("cancel", "headset", "half-duplex")
-
-
-def run_listen(settings: Any, view: Any, stop: threading.Event | None = None) -> int:
-    """``voice listen``: a conversation on the chosen devices until Ctrl-C (or ``stop``)."""
-    from voice.assistant import Assistant
-    from voice.transports.echo import EchoMeter, make_echo_canceller
-
-    desk: DeskConfig = settings.desk
-    if desk.echo not in ECHO_MODES:
-        raise VoiceError(
-            f"desk.echo = {desk.echo!r} is not a mode.", f"Use one of: {', '.join(ECHO_MODES)}."
-        )
-    input_device = pick_device(desk.input or None, "input")
-    output_device = pick_device(desk.output or None, "output")
-    if desk.echo == "half-duplex":
-        settings.conversation.barge_in = False
-    meter = EchoMeter(make_echo_canceller() if desk.echo == "cancel" else None)
-    assistant = Assistant(settings)  # seconds: after everything that can fail fast
-    assistant.session.echo = meter
-    assistant.on("*", view.show)
-    if settings.conversation.greeting:
-        assistant.say(settings.conversation.greeting)
-
-    def ready(devices: str) -> None:
-        print(f"Listening ({devices}, echo: {desk.echo}). Speak; Ctrl-C stops.",
-              file=sys.stderr, flush=True)  # fmt: skip
-
-    devices: list[str] = []  # the devices' line (drift, xruns), once the streams close
-    try:
-        assistant.run_desk(input_device, output_device, view, stop, ready, devices.append)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        view.close()
-        print(meter.summary(), file=sys.stderr, flush=True)
-        for line in devices:
-            print(line, file=sys.stderr, flush=True)
-    return 0

@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import SAMPLE_RATE, pcm16_to_float
+from voice.audio.format import SAMPLE_RATE, pcm16_to_float, to_pcm16
 from voice.errors import VoiceError
-from voice.serve.protocol import to_pcm16
 
 Float32Array = npt.NDArray[np.float32]
 

@@ -19,8 +19,8 @@ pause, and one speaker does not start the next clip over their own last one.
 The simulated speaker plays what the session queues at real time on the same
 clock, honours pause, resume and clear at once, and reports its position
 back, as a device transport does. The session runs on
-a :class:`~voice.conversation.runtime.VirtualClock` (faster than real time,
-latencies still real) or a :class:`~voice.conversation.runtime.WallClock`.
+a :class:`~voice.runtime.clocks.VirtualClock` (faster than real time,
+latencies still real) or a :class:`~voice.runtime.clocks.WallClock`.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ import numpy.typing as npt
 
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.audio.wav import read_wav
-from voice.conversation.engines import Engines
-from voice.conversation.faults import make_lane
-from voice.conversation.runtime import VirtualClock, WallClock
 from voice.conversation.session import Output, Session
 from voice.errors import ConfigError
 from voice.events import Event, ReplyEnded, ReplyStarted
+from voice.runtime.clocks import VirtualClock, WallClock
+from voice.runtime.engines import Engines
+from voice.runtime.faults import make_lane
 from voice.transports.playback import PlaybackQueue
 
 Float32Array = npt.NDArray[np.float32]

@@ -3,6 +3,9 @@
 Each user line goes through the history (trimmed to the context window), the
 streaming reply (LLM -> sentence chunks -> Piper), and comes back as text on
 the terminal and one WAV file per turn.
+
+It takes the LLM's and the voice's own sections, not the whole ``Settings``: the
+reply pipeline sits below the layer that reads settings (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -15,21 +18,24 @@ from typing import TextIO
 import numpy as np
 
 from voice.audio import write_wav
-from voice.config import Settings
 from voice.errors import VoiceError
-from voice.speak.reply import ReplyDone, SpokenAudio, TextDelta, speak_reply
-from voice.speak.tts import PiperTts
-from voice.think.backend import make_backend, prefill
-from voice.think.history import History
+from voice.reply.history import History
+from voice.reply.pipeline import ReplyDone, SpokenAudio, TextDelta, speak_reply
+from voice.speak.tts import PiperTts, TtsConfig
+from voice.think.backend import LlmConfig, make_backend, prefill
 
 
 def run_chat(
-    settings: Settings, lines: Iterable[str], out_dir: Path, out: TextIO = sys.stdout
+    llm_config: LlmConfig,
+    tts_config: TtsConfig,
+    lines: Iterable[str],
+    out_dir: Path,
+    out: TextIO = sys.stdout,
 ) -> int:
-    llm = make_backend(settings.llm)
-    tts = PiperTts(settings.tts)
+    llm = make_backend(llm_config)
+    tts = PiperTts(tts_config)
     tts.warm_up()
-    history = History.for_backend(llm, settings.llm)
+    history = History.for_backend(llm, llm_config)
     out_dir.mkdir(parents=True, exist_ok=True)
     turn = 0
     for line in lines:
@@ -45,7 +51,7 @@ def run_chat(
         audio: list[np.ndarray] = []
         print("assistant> ", end="", file=out, flush=True)
         done: ReplyDone | None = None
-        chunking = settings.tts.first_chunk_max_chars
+        chunking = tts_config.first_chunk_max_chars
         try:
             for item in speak_reply(llm, tts, messages, first_chunk_max_chars=chunking):
                 if isinstance(item, TextDelta):

@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 
 from voice.conversation.actions import Job
-from voice.conversation.engines import EngineLane
 from voice.conversation.session import Session
+from voice.runtime.engines import EngineLane
 
 
 @dataclass

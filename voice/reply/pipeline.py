@@ -1,4 +1,4 @@
-"""The mouth: a streaming reply, from LLM tokens to spoken audio, as early as possible.
+"""The reply pipeline: a streaming reply, from LLM tokens to spoken audio, as early as possible.
 
 Two workers overlap: the LLM streams text while the synthesiser speaks the
 sentences already complete, so first audio comes after the first *chunk*, not
@@ -16,22 +16,16 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from voice.reply.guard import ReplyGuard, ReplyLimits
 from voice.speak.chunking import SentenceChunker
-from voice.speak.guard import ReplyGuard, ReplyLimits
+from voice.speak.tts import Synthesizer
 from voice.think.backend import LlmBackend, Message
 
 Float32Array = npt.NDArray[np.float32]
-
-
-class Synthesizer(Protocol):
-    def synthesize(
-        self, text: str, cancel: threading.Event | None = None
-    ) -> Iterator[Float32Array]: ...
 
 
 @dataclass(frozen=True)

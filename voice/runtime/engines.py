@@ -1,9 +1,10 @@
 """The engines behind a session, and the one lane that runs its jobs.
 
-Models are loaded once (:class:`Engines`) and shared. :class:`EngineLane` runs
-one session's jobs, one at a time, on whichever thread calls it: two cores
-hold one heavy engine pass at a time well, and several at once badly (thread
-pools oversubscribe and llama.cpp's spin-waits collapse). So the schedule is
+Models are loaded once (:class:`Engines`, by :func:`voice.app.build.load_engines`)
+and shared. :class:`EngineLane` runs one session's jobs, one at a time, on
+whichever thread calls it: two cores hold one heavy engine pass at a time well,
+and several at once badly (thread pools oversubscribe and llama.cpp's
+spin-waits collapse). So the schedule is
 simply the order of ``Session.next_job``, and every pass has both cores.
 Steps are short (one recognition pass, one token, one sentence of speech), so
 nothing urgent waits long behind anything else.
@@ -20,7 +21,6 @@ on. Other lanes on the same model each wait out one timeout first.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import queue
 import threading
@@ -34,7 +34,6 @@ from functools import partial
 import numpy as np
 
 from voice.audio.format import SAMPLE_RATE
-from voice.config import Settings
 from voice.conversation.actions import (
     AsrJob,
     EotJob,
@@ -45,19 +44,15 @@ from voice.conversation.actions import (
     TtsJob,
     engine_of,
 )
-from voice.conversation.memory import release_freed_memory
 from voice.errors import VoiceError
 from voice.listen.runner import Recognizer, run_pass
-from voice.listen.setup import build_engine
-from voice.speak.reply import Synthesizer
-from voice.speak.tts import PiperTts, TtsConfig
+from voice.runtime.memory import release_freed_memory
+from voice.speak.tts import Synthesizer
 from voice.think.backend import (
     LlmBackend,
-    LlmConfig,
     Message,
     TokenSteps,
     end_of_turn_probability,
-    make_backend,
     open_steps,
     prefill,
 )
@@ -80,20 +75,6 @@ class Engines:
     # Short phrases every session renders ahead (the apology, the filler): once per
     # process. ``dataclasses.replace`` keeps the same dict, so per-session copies share it.
     phrases: dict[str, object] = field(default_factory=dict)
-
-    @classmethod
-    def load(cls, settings: Settings, warm: bool = True) -> Engines:
-        """Load the three models named by ``settings`` (seconds; do it once per process),
-        and ``warm`` them, so every transport that loads them answers its first turn
-        as fast as the rest."""
-        # Engines never overlap in the lane, so the LLM and the voice may use all of it
-        # (``voice chat`` overlaps them instead, one thread each). Whisper keeps
-        # ``asr.threads``: tiny.en decodes faster on one thread than on two here.
-        llm, tts = lane_configs(settings)
-        engines = cls(asr=build_engine(settings), llm=make_backend(llm), tts=PiperTts(tts))
-        if warm:
-            engines.warm()
-        return engines
 
     @property
     def has_end_of_turn_model(self) -> bool:
@@ -131,15 +112,6 @@ class Engines:
             steps.step()
         finally:
             steps.close()
-
-
-def lane_configs(settings: Settings) -> tuple[LlmConfig, TtsConfig]:
-    """The LLM's and the voice's settings for a lane: all of its threads each (they
-    never run at once there), and the voice at the pipeline's 16 kHz."""
-    threads = settings.conversation.lane_threads
-    llm = dataclasses.replace(settings.llm, threads=threads, threads_batch=threads)
-    tts = dataclasses.replace(settings.tts, output_rate=16000, threads=threads)
-    return llm, tts
 
 
 class EngineLane:

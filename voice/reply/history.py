@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable, Iterable
 
 from voice.errors import VoiceError
-from voice.speak.guard import ReplyLimits, sentence_key, split_sentences
+from voice.reply.guard import ReplyLimits, sentence_key, split_sentences
 from voice.think.backend import LlmBackend, LlmConfig, Message, system_prompt_of
 
 MAX_KEPT_MESSAGES = 200  # far more than any context window holds

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 
 from voice.conversation.actions import AsrJob, Job, LlmStep, TtsJob, engine_of
-from voice.conversation.engines import DEFAULT_TIMEOUT_S, EngineLane, Engines
 from voice.errors import ConfigError
+from voice.runtime.engines import DEFAULT_TIMEOUT_S, EngineLane, Engines
 
 FAULTS_ENV = "VOICE_FAULTS"
 _SPEC = re.compile(r"^(asr|llm|tts):(raise|hang)@(\d+)(?:x(\d+))?$")

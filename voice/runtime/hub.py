@@ -1,7 +1,9 @@
 """Many sessions on one set of engines: one engine thread, a fair schedule.
 
-Two cores run one heavy pass at a time well and several badly (see
-:mod:`voice.conversation.engines`), so every session's jobs go through one
+The runtime every transport shares: the WebSocket server opens a session
+per browser, the embedding API's model pool attaches its assistants, and the desk
+runs one. Two cores run one heavy pass at a time well and several badly (see
+:mod:`voice.runtime.engines`), so every session's jobs go through one
 engine thread. Each session offers its most urgent job; the hub runs the job
 a user would miss most (see :func:`job_rank`: a final transcript, then the
 first sound of a reply someone waits for, then replies running low, then live
@@ -13,6 +15,10 @@ Whisper and Piper are shared outright. The LLM keeps per-conversation state
 (its KV cache), so each session borrows its own llama.cpp context from a
 pool; the weights are memory-mapped from one file, so the contexts share
 them (the model is in memory once) and each adds only its cache.
+
+The hub knows no settings: how a session is built, how a context is made, the
+step timeout and the greeting come from whoever composes it
+(:func:`voice.app.build.make_hub`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from voice.config import Settings
 from voice.conversation.actions import (
     AsrJob,
     EotJob,
@@ -36,15 +41,14 @@ from voice.conversation.actions import (
     PrefillJob,
     TtsJob,
 )
-from voice.conversation.engines import EngineLane, Engines, lane_configs
-from voice.conversation.faults import make_lane
-from voice.conversation.memory import release_freed_memory
-from voice.conversation.runtime import deliver, run_job
 from voice.conversation.session import PHRASE_GENS, Output, Session
-from voice.conversation.setup import build_session
 from voice.errors import VoiceError
-from voice.serve.contexts import ContextPool
-from voice.think.backend import LlmBackend, make_backend
+from voice.runtime.clocks import deliver, run_job
+from voice.runtime.contexts import ContextPool
+from voice.runtime.engines import DEFAULT_TIMEOUT_S, EngineLane, Engines
+from voice.runtime.faults import make_lane
+from voice.runtime.memory import release_freed_memory
+from voice.think.backend import LlmBackend
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,10 @@ def job_rank(job: Job, audio_ahead_ms: float = 0.0, awaiting_first_audio: bool =
     if awaiting_first_audio:
         return 2
     return 5 if audio_ahead_ms >= COVERED_MS else 3
+
+
+def _no_context() -> LlmBackend:
+    raise TypeError("this hub was given no way to make LLM contexts")
 
 
 def job_kind(job: Job) -> str:
@@ -128,18 +136,28 @@ class EngineHub:
 
     def __init__(
         self,
-        settings: Settings,
         engines: Engines | None,
         max_sessions: int = 4,
+        *,
+        build: Callable[[Engines], Session] | None = None,
+        new_context: Callable[[], LlmBackend] | None = None,
+        job_timeout_s: float = DEFAULT_TIMEOUT_S,
+        greeting: str = "",
         configure: Callable[[Session], None] | None = None,
         full_hint: str = "Try again later, or start the server with a larger --max-sessions.",
     ) -> None:
         """``engines`` None: a scheduler only, for sessions built elsewhere (``attach``).
+        ``build`` makes the session ``open`` puts on ``engines`` (or on a copy of them
+        with a context of its own); ``new_context`` makes such a context (an embedded
+        LLM's KV cache; None: the LLM is shared as it is, e.g. an HTTP server).
+        ``greeting`` is what a transport has each new session say first.
         ``configure`` is called with each session ``open`` builds (an application's hooks).
         ``full_hint``: what to do when :class:`ServerFull` is raised (the setting that
         raises the limit differs between the server and an embedding's model pool)."""
-        self.settings = settings
         self.engines = engines
+        self.build = build
+        self.job_timeout_s = job_timeout_s
+        self.greeting = greeting
         self.configure = configure
         self.max_sessions = max_sessions
         self.full_hint = full_hint
@@ -148,10 +166,12 @@ class EngineHub:
         self._closing: list[HubSession] = []
         self._opening = 0  # places held by sessions being built (open() on other threads)
         self._worked_since_trim = False
-        self._own_contexts = engines is not None and settings.llm.backend == "embedded"
+        self._own_contexts = engines is not None and new_context is not None
         # The loaded engines' own LLM is the first context; each holds its KV cache.
         self._contexts: ContextPool[LlmBackend] = ContextPool(
-            self._new_context, max_sessions, engines.llm if self._own_contexts and engines else None
+            new_context or _no_context,
+            max_sessions,
+            engines.llm if self._own_contexts and engines else None,
         )
         self._served = itertools.count(1)
         self._running: HubSession | None = None  # whose job the engine thread runs now
@@ -220,15 +240,12 @@ class EngineHub:
         if self._own_contexts:
             self._contexts.preload(count)
 
-    def _new_context(self) -> LlmBackend:
-        return make_backend(lane_configs(self.settings)[0])
-
     def open(self, wake: Callable[[], None]) -> HubSession:
         """A new session, or :class:`ServerFull`. May load an LLM context (blocking).
 
         The place is held from the check on: opens that overlap (a crowd reconnecting at
         once) are refused at once rather than each borrowing, or making, a context first."""
-        if self.engines is None:
+        if self.engines is None or self.build is None:
             raise TypeError("this hub only schedules sessions built elsewhere: use attach()")
         with self._lock:
             self._check_room()
@@ -248,14 +265,15 @@ class EngineHub:
     def _build(self, loaded: Engines, wake: Callable[[], None]) -> HubSession:
         """A session on its own LLM context (given back, with the session closed, if any
         step fails)."""
+        assert self.build is not None
         context = self._contexts.borrow() if self._own_contexts else None
         engines = loaded if context is None else dataclasses.replace(loaded, llm=context)
         session = None
         try:
-            session = build_session(self.settings, engines)
+            session = self.build(engines)
             if self.configure is not None:
                 self.configure(session)  # the application's hook: it may raise too
-            lane = make_lane(engines, self.settings.conversation.job_timeout_s)
+            lane = make_lane(engines, self.job_timeout_s)
             return HubSession(session, lane, context, wake)
         except BaseException:
             if session is not None:  # its VAD model and buffers are freed now, not at GC

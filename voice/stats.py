@@ -1,4 +1,9 @@
-"""Percentiles and word error rate, written out so the numbers are easy to audit."""
+"""Percentiles and word error rate, written out so the numbers are easy to audit.
+
+At the bottom of the package (it imports nothing of voice): the conversation's turn
+metrics and the server's ``/metrics`` report percentiles as the benchmarks do, and
+they must not reach up into :mod:`voice.bench` for them.
+"""
 
 from __future__ import annotations
 

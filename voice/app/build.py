@@ -1,0 +1,102 @@
+"""Settings in, parts out: the one place that turns :class:`Settings` into engines,
+listeners, sessions and engine hubs.
+
+Below this module nothing imports :mod:`voice.config`: each part takes its own
+section (a dataclass of its package), and what needs several sections at once
+(the lane's thread budget, a session's listener and history) is decided here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from voice.config import Settings
+from voice.conversation.session import Session
+from voice.listen.listener import Listener
+from voice.listen.vad import make_classifier
+from voice.listen.whisper import WhisperEngine
+from voice.reply.history import History
+from voice.runtime.engines import Engines
+from voice.runtime.hub import EngineHub
+from voice.speak.tts import PiperTts, TtsConfig
+from voice.think.backend import LlmBackend, LlmConfig, make_backend
+
+
+def lane_configs(settings: Settings) -> tuple[LlmConfig, TtsConfig]:
+    """The LLM's and the voice's settings for a lane: all of its threads each (they
+    never run at once there), and the voice at the pipeline's 16 kHz."""
+    threads = settings.conversation.lane_threads
+    llm = dataclasses.replace(settings.llm, threads=threads, threads_batch=threads)
+    tts = dataclasses.replace(settings.tts, output_rate=16000, threads=threads)
+    return llm, tts
+
+
+def load_recognizer(settings: Settings) -> WhisperEngine:
+    """Load the ASR model once; share it between streams on one worker."""
+    return WhisperEngine(settings.asr)
+
+
+def load_engines(settings: Settings, warm: bool = True) -> Engines:
+    """Load the three models named by ``settings`` (seconds; do it once per process),
+    and ``warm`` them, so every transport that loads them answers its first turn
+    as fast as the rest."""
+    # Engines never overlap in the lane, so the LLM and the voice may use all of it
+    # (``voice chat`` overlaps them instead, one thread each). Whisper keeps
+    # ``asr.threads``: tiny.en decodes faster on one thread than on two here.
+    llm, tts = lane_configs(settings)
+    engines = Engines(asr=load_recognizer(settings), llm=make_backend(llm), tts=PiperTts(tts))
+    if warm:
+        engines.warm()
+    return engines
+
+
+def build_listener(settings: Settings) -> Listener:
+    """A fresh Listener (per stream); cheap, unlike the engine."""
+    vad = settings.vad
+    classifier = make_classifier(vad.aggressiveness, vad.silero, vad.onset_threshold)
+    return Listener(classifier, vad, settings.listen)
+
+
+def build_session(settings: Settings, engines: Engines) -> Session:
+    """A fresh session (one per conversation) on shared engines; cheap."""
+    vad = settings.vad
+    # The session adapts the end-of-turn silence per utterance: give it its own copy.
+    endpoint = dataclasses.replace(vad)
+    classifier = make_classifier(vad.aggressiveness, vad.silero, vad.onset_threshold)
+    listener = Listener(classifier, endpoint, settings.listen)
+    history = History.for_backend(engines.llm, settings.llm)
+    return Session(
+        listener,
+        history,
+        config=settings.conversation,
+        turn=settings.turn,
+        eot_available=engines.has_end_of_turn_model,
+    )
+
+
+def make_hub(
+    settings: Settings,
+    engines: Engines,
+    max_sessions: int = 4,
+    configure: Callable[[Session], None] | None = None,
+) -> EngineHub:
+    """An engine hub that opens sessions with ``settings`` on ``engines``; with the
+    embedded LLM, each session borrows its own llama.cpp context (its KV cache) over
+    the same weights, and ``engines.llm`` is the first of them."""
+    new_context: Callable[[], LlmBackend] | None = None
+    if settings.llm.backend == "embedded":
+        context_config = lane_configs(settings)[0]
+
+        def new_context() -> LlmBackend:
+            return make_backend(context_config)
+
+    return EngineHub(
+        engines,
+        max_sessions,
+        build=lambda loaded: build_session(settings, loaded),
+        new_context=new_context,
+        job_timeout_s=settings.conversation.job_timeout_s,
+        greeting=settings.conversation.greeting,
+        configure=configure,
+    )

@@ -1,0 +1,49 @@
+"""``voice serve`` from settings: load the models once, then serve the web client.
+
+Here, not in :mod:`voice.serve`, because it reads :class:`Settings`: the server
+itself takes an engine hub and its own :class:`ServeConfig`, so the embedding API
+(:meth:`voice.assistant.Assistant.serve`) runs the same server on its own hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+
+from voice.app.build import load_engines, make_hub
+from voice.config import Settings
+from voice.errors import VoiceError
+from voice.serve.access import exposure_warning
+from voice.serve.server import ServeConfig, serve_forever
+
+
+def run_server(settings: Settings, config: ServeConfig) -> int:
+    """Load the models once, then serve (blocking) until Ctrl-C."""
+    config.ssl_context()  # a bad certificate fails now, not after loading the models
+    warning = exposure_warning(config.host, config.access.token, bool(config.certfile))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    engines = load_engines(settings)
+    hub = make_hub(settings, engines, config.max_sessions)
+    hub.preload_contexts(config.max_sessions)
+    shown = "127.0.0.1" if config.host in ("0.0.0.0", "") else config.host
+    scheme = "https" if config.certfile else "http"
+    query = "?token=TOKEN" if config.access.token else ""
+    print(
+        f"voice serve: models loaded in {time.perf_counter() - started:.1f} s; "
+        f"open {scheme}://{shown}:{config.port}/{query} (Ctrl-C stops)",
+        flush=True,
+    )
+    with hub, contextlib.suppress(KeyboardInterrupt):
+        try:
+            asyncio.run(serve_forever(hub, config))
+        except OSError as exc:  # the port is taken, or the address is not ours
+            raise VoiceError(
+                f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}.",
+                "Pick another port with --port, or stop the program that holds it.",
+                code="address_in_use",
+            ) from exc
+    return 0

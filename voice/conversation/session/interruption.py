@@ -1,0 +1,140 @@
+"""Barge-in and resume: what the session does when the user speaks over a reply.
+
+Speech over a reply first *pauses* the output (a hair trigger on a short voiced
+run). Words (not a backchannel) make it a barge-in: the queued audio is cleared,
+generation stops and history keeps only what was heard. No words within
+``resume_after_ms``, or only a backchannel, and the output resumes where it
+paused. Words soon after the turn ended, over a reply barely heard, are the rest
+of that turn (:mod:`voice.conversation.continuation`): the same cut, but the reply
+leaves the history and the whole turn is heard again.
+"""
+
+from __future__ import annotations
+
+from voice.conversation.actions import Clear, Pause, Resume
+from voice.conversation.bargein import Decision
+from voice.conversation.session.playback import PlaybackAccounting
+from voice.events import Interrupted, Paused, Resumed, SpeechStart, TurnContinued
+
+
+class Interruptions(PlaybackAccounting):
+    """Speech over a reply: pause on a hair trigger, then resume, cut or rejoin.
+
+    The decisions are :class:`~voice.conversation.bargein.BargeIn`'s and
+    :class:`~voice.conversation.continuation.Continuation`'s; this carries them out
+    on the reply and says so in events and output actions."""
+
+    def _on_speech_start(self, event: SpeechStart) -> None:
+        """Speech began: over a reply, it may pause it now and may be the rest of the
+        turn that reply answers (how much of the reply was heard by the onset decides)."""
+        self.end_of_turn.await_judgement()
+        reply = self._reply
+        if reply is None:
+            return
+        if not self.config.barge_in:
+            self._ignored.add(event.utterance_id)
+            return
+        turn_end = None if self._turn is None else self._turn.user_end_ms
+        played = self._heard_ms()
+        # What had played by the speech's onset: detection comes a syllable or two later,
+        # and the output has played on until now, or until the hair trigger paused it.
+        stopped = self._barge.paused_at if self._barge.paused_at is not None else self.now_ms
+        heard = max(0.0, played - max(0.0, stopped - event.start_ms))
+        self._continuation.on_speech_start(
+            event.utterance_id, event.start_ms, reply.utterance_id, turn_end, heard, played
+        )
+        self._decide(self._barge.on_speech_start(event.utterance_id, self.now_ms), event.start_ms)
+
+    def _watch_barge_in(self) -> None:
+        if self._reply is not None and self.config.barge_in:
+            run = self.listener.onset_run_ms
+            speaking = self.listener.open_utterance is not None
+            self._decide(self._barge.on_frame(self.now_ms, run, speaking))
+
+    def _decide(self, decision: Decision, onset_ms: float | None = None) -> None:
+        onset = self.now_ms - self.listener.onset_run_ms if onset_ms is None else onset_ms
+        if decision == "pause":
+            self._pause(onset)
+        elif decision == "resume":
+            self._resume()
+        elif decision == "interrupt":
+            self._barge_in(onset)
+
+    def _pause(self, onset_ms: float) -> None:
+        reply = self._reply
+        if reply is None or self._barge.paused:
+            return
+        self._barge.paused_now(self.now_ms, onset_ms)
+        self._emit(Pause(reply.gen_id))
+        self._emit(Paused(audio_ms=self.now_ms, reply_id=reply.gen_id))
+
+    def _resume(self) -> None:
+        reply = self._reply
+        if reply is None or not self._barge.paused:
+            return
+        self._barge.resumed()
+        self._emit(Resume(reply.gen_id))
+        self._emit(Resumed(audio_ms=self.now_ms, reply_id=reply.gen_id))
+        self.on_played(reply.gen_id, self._playback.played)
+
+    def _barge_in(
+        self, onset_ms: float, remember: bool = True, continued: TurnContinued | None = None
+    ) -> None:
+        """Words over the reply cut it where the speech began: its queued audio is
+        cleared, generation stops and the reply ends at what was heard.
+
+        ``remember``: history keeps what was heard, and the session shows the state
+        "interrupted". False when the words are the rest of the turn the reply
+        answered (``continued`` says which, see :meth:`_continues`): the reply was
+        premature, not interrupted; it leaves no trace, and the whole turn is
+        answered again."""
+        reply = self._reply
+        if reply is None:
+            return
+        self._barge.interrupted_now(self.now_ms, onset_ms)
+        self._emit(Clear(reply.gen_id))
+        self._emit(
+            Interrupted(
+                audio_ms=self.now_ms,
+                reply_id=reply.gen_id,
+                heard_text=self._playback.heard_text(),
+                played_ms=self._heard_ms(),
+            )
+        )
+        if continued is not None:
+            self._emit(continued)
+        if remember:
+            self._set_state("interrupted")
+        self._cancel_gen(reply)
+        self._end_reply(interrupted=True, remember=remember)
+
+    def _continues(self, uid: int, text: str, no_speech_prob: float, ended: bool = False) -> bool:
+        """If ``uid`` now has words and continues the turn the live reply answers, join
+        the two: the reply stops and leaves no trace in the history, and the listener
+        hears the whole turn again (its final answers it). False if not, or if that
+        audio is gone (then the ordinary barge-in and the unanswered words take it)."""
+        if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
+            return False  # a cough, an "uh-huh", or "stop": not more of the turn
+        reply = self._reply
+        heard = None if reply is None else self._heard_ms()
+        previous = self._continuation.previous_of(uid, heard)
+        if previous is None or reply is None or reply.utterance_id != previous:
+            return False
+        rejoin = self.listener.rehear if ended else self.listener.join
+        if not rejoin(uid, previous):
+            return False
+        continued = TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
+                                  reply_id=reply.gen_id, heard_ms=self._heard_ms())  # fmt: skip
+        onset = self.now_ms - self.listener.onset_run_ms
+        self._barge_in(onset, remember=False, continued=continued)
+        self._spec_tries.pop(uid, None)
+        self.end_of_turn.await_judgement()
+        return True
+
+    def _cut_reply(self) -> None:
+        """Stop the reply now, not for speech over it (the application's stop, one voice
+        at a time): cleared, and remembered as far as it was heard."""
+        if self._reply is not None:
+            self._emit(Clear(self._reply.gen_id))
+            self._cancel_gen(self._reply)
+            self._end_reply(interrupted=True)

@@ -1,0 +1,90 @@
+"""Speculation: preparing the reply while the user pauses, before the turn has ended.
+
+When the user pauses and a recognition pass already covers everything the final
+transcript needs, the session asks the LLM how likely the turn is over (which sets
+the end-of-turn silence, see :mod:`voice.conversation.turns`) and starts the reply,
+and the first sentence's synthesis, on those words, holding everything back. If the
+turn ends with the same words, the held reply is released at once (see
+:mod:`~voice.conversation.session.turn_taking`); if the user speaks on or the words
+change, it is cancelled and never shown or played.
+"""
+
+from __future__ import annotations
+
+from voice.conversation.generation import Generation
+from voice.conversation.session.base import SessionBase
+from voice.conversation.turns import same_turn_text, split_words
+from voice.events import SpeculationCancelled, SpeculationStarted
+
+
+class Speculation(SessionBase):
+    """Starts, judges and cancels the speculative reply; never plays anything."""
+
+    def _maybe_speculate(self) -> None:
+        uid = self.listener.open_utterance
+        if uid is None or uid == self._barge.candidate or uid in self._ignored:
+            return
+        words = self.listener.prefetched_final(uid)
+        if not words or not split_words(words):
+            return
+        if self._is_stop(words):  # nothing to prepare, but the turn should end on time
+            self.end_of_turn.judge(uid, words, None)
+            return
+        text = self._turn_text(words)
+        spec = self._spec
+        if spec is not None and spec.utterance_id == uid and same_turn_text(spec.user_text, text):
+            return
+        self._cancel_spec("transcript changed")
+        tries = self._spec_tries.get(uid, 0)
+        if tries >= self.config.speculation_retries:
+            self.end_of_turn.judge(uid, self._judged_text(uid, text), None)
+            return
+        messages = self._prompt(text)
+        if messages is None:
+            return
+        self._spec_tries[uid] = tries + 1
+        gen = self._new_gen(uid, text, messages, speculative=True)
+        gen.eot_pending = self.eot_available
+        self._spec = gen
+        self._judge(gen)
+        if self.config.speculate:
+            self._emit(
+                SpeculationStarted(
+                    audio_ms=self.now_ms, utterance_id=uid, gen_id=gen.gen_id, text=text
+                )
+            )
+
+    def _judge(self, gen: Generation) -> None:
+        uid = gen.utterance_id
+        if self.listener.open_utterance == uid:
+            text = self._judged_text(uid, gen.user_text)
+            self.end_of_turn.judge(uid, text, gen.eot_probability)
+
+    def _judged_text(self, uid: int, text: str) -> str:
+        """What the end of the turn is judged on: the words the user actually said before
+        the pause, not the ending Whisper made up for them ("...the door to see." when
+        only "...the door to" was said, which reads as finished)."""
+        if not self.turn.use_word_timing:
+            return text
+        spoken = self.listener.spoken_before_pause(uid)
+        return text if spoken is None else self._turn_text(spoken)
+
+    def _watch_user_resumed(self) -> None:
+        spec = self._spec
+        if (
+            spec is not None
+            and self.listener.open_utterance == spec.utterance_id
+            and self.listener.endpointer.silence_ms == 0
+        ):
+            self._cancel_spec("user went on")
+            self.end_of_turn.await_judgement()
+
+    def _cancel_spec(self, reason: str) -> None:
+        spec, self._spec = self._spec, None
+        if spec is None:
+            return
+        self._cancel_gen(spec)
+        if self.config.speculate:
+            self._emit(
+                SpeculationCancelled(audio_ms=self.now_ms, gen_id=spec.gen_id, reason=reason)
+            )
