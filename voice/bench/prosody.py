@@ -27,10 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio.format import SAMPLE_RATE
-from voice.bench.stats import p50_p95
 from voice.bench.turnsets import MIN_PAUSE_S, SETS, TurnItem, build_set, whisper_words
 from voice.config import Settings
 from voice.errors import ConfigError
+from voice.stats import p50_p95
 
 Float32Array = npt.NDArray[np.float32]
 

@@ -101,7 +101,13 @@ def _speakable_line(line: str) -> str:
 def _inline(text: str) -> str:
     """Clean markup and speak symbols within one line; collapse its whitespace."""
     text = _TIMES.sub(" times ", text)
-    text = _EMPHASIS.sub("", text.replace("~~", ""))
+    # Removing one kind of mark can join two halves of another ("~*~" -> "~~"): until
+    # nothing changes, so a second pass over the output finds nothing to remove.
+    while True:
+        cleaned = _EMPHASIS.sub("", text.replace("~~", ""))
+        if cleaned == text:
+            break
+        text = cleaned
     text = _URL.sub(_spoken_url, text)
     text = _EMAIL.sub(lambda m: _spoken_address(m.group()), text).replace("@", " at ")
     text = _BARE_DOMAIN.sub(lambda m: _spoken_host(m.group(1)), text)
