@@ -100,6 +100,21 @@ def test_a_sentence_of_a_recent_reply_is_not_said_again_even_as_the_first() -> N
     assert guard.reason == "repeat"
 
 
+def test_a_reply_of_which_nothing_may_be_said_says_the_fallback_once() -> None:
+    """Silence is no answer: a reply that only repeats an earlier one, or stutters,
+    says the fallback; one that said anything of its own does not."""
+    recent = (sentence_key("A spider has eight legs and two eyes."),)
+    limits = ReplyLimits(max_sentences=2, ngram=6, recent=recent, fallback="Sorry, I'm not sure.")
+    guard, _ = run("A spider has eight legs and two eyes.", limits)
+    assert guard.text == "Sorry, I'm not sure."
+    guard, _ = run("No, no, no, no, no, no.", limits)
+    assert guard.text == "Sorry, I'm not sure." and guard.reason == "loop"
+    guard, _ = run("An insect has six. A spider has eight legs and two eyes.", limits)
+    assert guard.text.strip() == "An insect has six." and guard.reason == "repeat"
+    silent = ReplyLimits(max_sentences=2, ngram=6, recent=recent)
+    assert run("A spider has eight legs and two eyes.", silent)[0].text == ""
+
+
 def test_a_stutter_is_a_loop() -> None:
     guard, _ = run("L'Alma: No, no, no, no, no, no, no, no.", ReplyLimits(ngram=6))
     assert guard.reason == "loop"

@@ -43,6 +43,7 @@ LOOP_NGRAM = 6  # the bench's own loop test, whatever the guard is set to
 def _today(llm: LlmConfig) -> None:
     """Before issue 24: the instruction alone, llama.cpp's default sampling, all history."""
     llm.reply_sentences = llm.reply_max_chars = llm.loop_ngram = llm.repeat_window = 0
+    llm.fallback_reply = ""
     llm.history_tokens = 0
     llm.prompt_examples = False
     llm.repeat_penalty, llm.presence_penalty, llm.frequency_penalty = 1.0, 0.0, 0.0
@@ -156,6 +157,8 @@ def run_dialogue(
                 ),
                 "tokens": done.timings.tokens,
                 "stop": done.stop,
+                # Nothing of the model's reply could be said: the fallback was.
+                "fallback": bool(text) and text == settings.llm.fallback_reply.strip(),
                 "loop": has_loop(text, LOOP_NGRAM),
                 "repeat": bool(keys & earlier),
                 "hit": hit if turn.expect else None,
@@ -182,6 +185,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "audio_s": p50_p95([float(r["audio_s"]) for r in rows]),
         "loops": sum(r["loop"] for r in rows),
         "silent": sum(not r["reply"] for r in rows),
+        "fallbacks": sum(r["fallback"] for r in rows),
         "repeats": sum(r["repeat"] for r in rows),
         "on_topic": share("question"),
         "followups_use_earlier_turn": share("followup"),

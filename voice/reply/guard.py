@@ -126,6 +126,9 @@ class ReplyLimits:
     max_chars: int = 0
     ngram: int = 0
     recent: tuple[tuple[str, ...], ...] = ()  # sentence keys of the recent replies
+    # Said in place of a reply of which the guard let nothing through (the model only
+    # repeated an earlier reply, or stuttered): "" stays silent.
+    fallback: str = ""
 
 
 @dataclass
@@ -168,7 +171,7 @@ class ReplyGuard:
         self._raw += delta
         if self._looped(self._raw):
             self._stop("loop")
-            return []
+            return self._fallback()
         return self._take(self.chunker.push(delta), final=False)
 
     def flush(self) -> list[str]:
@@ -177,10 +180,18 @@ class ReplyGuard:
             return []
         if self._looped(self._raw + " "):
             self._stop("loop")
-            return []
-        return self._take(self.chunker.flush(), final=True)
+            return self._fallback()
+        return self._take(self.chunker.flush(), final=True) or self._fallback()
 
     # -- internals -------------------------------------------------------------------
+
+    def _fallback(self) -> list[str]:
+        """Silence is no answer: a reply of which nothing could be said says the
+        fallback (once, and only if nothing at all was said)."""
+        if self.text.strip() or not self.limits.fallback:
+            return []
+        self.text = self.limits.fallback
+        return [self.limits.fallback]
 
     def _looped(self, raw: str) -> bool:
         """A repeated n-gram among the complete words (those followed by a space)."""
@@ -204,7 +215,7 @@ class ReplyGuard:
                 out.append("".join(got))
             if self.stopped:
                 break
-        return out
+        return out + self._fallback() if self.stopped else out
 
     def _chunk(self, chunk: str, ends_sentence: bool) -> list[str]:
         limits = self.limits

@@ -15,6 +15,7 @@ reply may not say again.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Iterable
 
@@ -86,6 +87,7 @@ class History:
             max_sentences=config.reply_sentences,
             max_chars=config.reply_max_chars,
             ngram=config.loop_ngram,
+            fallback=config.fallback_reply,
         )
         return cls(
             system_prompt_of(config), backend.context_tokens, config.max_reply_tokens,
@@ -129,9 +131,7 @@ class History:
         replies = [m.content for m in self.turns if m.role == "assistant"]
         replies = replies[-self.repeat_window :] if self.repeat_window > 0 else []
         recent = tuple(sentence_key(s) for text in replies for s in split_sentences(text))
-        return ReplyLimits(
-            self.limits.max_sentences, self.limits.max_chars, self.limits.ngram, recent
-        )
+        return dataclasses.replace(self.limits, recent=recent)
 
     def _cost(self, message: Message) -> int:
         cost = self._costs.get(message)

@@ -73,6 +73,9 @@ class LlmConfig:
     reply_max_chars: int = 120  # ... or at the last sentence end before this many (as spoken)
     loop_ngram: int = 6  # ... or when it repeats a run of this many words
     repeat_window: int = 3  # ... or a sentence of the last this many replies
+    # Said when the guard let none of a reply through (it only repeated an earlier one):
+    # silence is no answer. "" keeps it silent.
+    fallback_reply: str = "Sorry, I'm not sure."
     prompt_examples: bool = False  # short example exchanges after the system prompt
     history_tokens: int = 256  # past turns in the prompt: the last two or three (0: all that fit)
     no_stage_directions: bool = True  # embedded: ban "(", "*", "[" (see LlamaBackend)
