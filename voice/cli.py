@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -208,12 +209,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
         keyfile=args.keyfile or "",
         transcripts=Path(args.transcripts) if args.transcripts else None,
         record_audio=args.record_audio,
+        drain_s=_drain_s(args.drain_s),
     )
     if args.record_audio and not args.transcripts:
         raise VoiceError("--record-audio needs --transcripts DIR (where the audio goes).")
     if args.web_dir:
         config.web_dir = Path(args.web_dir)
     return run_server(_settings(args), config)
+
+
+def _drain_s(flag: float | None) -> float:
+    """--drain-s, else $VOICE_SERVE_DRAIN_S, else the default (a reply's length and more)."""
+    from voice.serve.lifecycle import DRAIN_S
+
+    raw = os.environ.get("VOICE_SERVE_DRAIN_S", "") if flag is None else str(flag)
+    try:
+        value = float(raw) if raw.strip() else DRAIN_S
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < float("inf"):
+        raise VoiceError(
+            f"the drain deadline must be a number of seconds (0 or more), not {raw!r}.",
+            "Pass e.g. --drain-s 20 (or set VOICE_SERVE_DRAIN_S).",
+            code="config",
+        )
+    return value
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -420,6 +440,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=60,
         help="close connections silent this long (default 60)",
+    )
+    p.add_argument(
+        "--drain-s",
+        type=float,
+        help="on SIGTERM, let open conversations finish their reply for up to this long "
+        "(default: $VOICE_SERVE_DRAIN_S, else 20)",
     )
     p.add_argument("--transcripts", metavar="DIR", help="write a JSONL transcript per session")
     p.add_argument(

@@ -42,6 +42,7 @@ const S = {
   playedSamples: 0,
   stops: 0,
   retry: 0,
+  goingAway: false, // the server said it is draining: reconnect at once, not after a backoff
   talking: false, // push-to-talk button held (the first press turns push-to-talk on)
   pushToTalk: false, // the button was used: every new session listens only while held
   dirty: true,
@@ -160,6 +161,14 @@ function connect() {
     S.state = "idle";
     S.dirty = true;
     if (!S.running) return;
+    // 1001 (with a going_away message): this server is draining, the conversation goes
+    // on at once on another one (the load balancer picks it).
+    if (e.code === 1001 || S.goingAway) {
+      S.goingAway = false;
+      setNotice("The server is restarting; reconnecting…");
+      connect();
+      return;
+    }
     const delay = Math.min(MAX_RETRY_S, 0.5 * 2 ** S.retry++);
     const why = e.code === 1013 ? "The server is busy (all sessions taken)." : "The connection to the server was lost.";
     setNotice(`${why} Reconnecting in ${delay.toFixed(1)} s…`);
@@ -234,6 +243,9 @@ function onMessage(msg) {
       break;
     case "error":
       if (msg.code !== "bad_message") setNotice(`Server: ${msg.message}`);
+      break;
+    case "going_away":
+      S.goingAway = true; // the close (1001) follows; reconnect then, without waiting
       break;
     default:
       break; // speculation, metrics and other events are not shown

@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import socket
 import ssl
 import subprocess
@@ -274,13 +275,18 @@ class ServerProcess:
                 return
             time.sleep(0.05)
 
+    def drain(self) -> None:
+        """SIGTERM: stop taking conversations, finish the open ones, then exit."""
+        self.proc.send_signal(signal.SIGTERM)
+
     def cpu_s(self) -> float:
         times = self.ps.cpu_times()
         return float(times.user + times.system)
 
     def stop(self) -> None:
+        """Stop at once, as Ctrl-C does (SIGTERM would drain: see :meth:`drain`)."""
         self._stop.set()
-        self.proc.terminate()
+        self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:

@@ -7,6 +7,11 @@ downlink frames, and the client's ``played`` reports into playback positions
 (so history keeps only what the user heard). A bad message gets an ``error``
 and the session goes on; only a protocol violation closes the connection.
 
+Behind a load balancer (:mod:`voice.serve.lifecycle`): ``/readyz`` says whether
+this worker takes new conversations, and SIGTERM drains it (each open
+conversation ends after its current reply, with close code 1001 and a
+``going_away`` message) before it stops.
+
 Guards for a server left running: the token and origin check at the HTTP
 upgrade (:mod:`voice.serve.access`), per-connection limits on audio rate, idle
 time and session length (:mod:`voice.serve.limits`), ``/metrics`` for
@@ -20,6 +25,7 @@ import contextlib
 import json
 import logging
 import mimetypes
+import signal
 import ssl
 import sys
 import time
@@ -45,10 +51,12 @@ from voice.errors import VoiceError
 from voice.events import Event
 from voice.serve.access import Access, exposure_warning
 from voice.serve.hub import EngineHub, HubSession, ServerFull
+from voice.serve.lifecycle import DRAIN_POLL_S, DRAIN_S, GOING_AWAY_TEXT, Lifecycle
 from voice.serve.limits import Limits, LoopLag, RateGuard
 from voice.serve.metrics import ServerMetrics
 from voice.serve.pacing import Pacer
 from voice.serve.protocol import (
+    CLOSE_GOING_AWAY,
     CLOSE_POLICY,
     CLOSE_TRY_AGAIN,
     FORMAT,
@@ -89,6 +97,7 @@ class ServeConfig:
     keyfile: str = ""
     transcripts: Path | None = None  # a JSONL transcript per session goes here
     record_audio: bool = False  # and, only if asked, each session's microphone audio
+    drain_s: float = DRAIN_S  # on SIGTERM: how long open conversations may go on
 
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.certfile:
@@ -143,8 +152,11 @@ class Connection:
         metrics: ServerMetrics | None = None,
         on_event: Callable[[Event], None] | None = None,
         loop_lag: LoopLag | None = None,
+        lifecycle: Lifecycle | None = None,
     ) -> None:
         self.ws = ws
+        self.lifecycle = lifecycle or Lifecycle(config.drain_s)
+        self.went_away = False  # closed by a drain (1001), not by the client
         self.on_event = on_event
         self.hub = hub
         self.config = config
@@ -174,6 +186,9 @@ class Connection:
             return
         if hello is None:
             return  # gone before the handshake
+        if self.lifecycle.draining:  # it began while this client said hello
+            await self._go_away()
+            return
         try:
             self.hub_session = await self._open_session()
         except ServerFull as exc:
@@ -182,6 +197,7 @@ class Connection:
             return
         self.metrics.sessions_opened += 1
         sender: asyncio.Task[None] | None = None
+        drainer: asyncio.Task[None] | None = None
         ending = "client closed"
         try:  # from here on, whatever happens, the session is closed
             greeting = self.hub.settings.conversation.greeting
@@ -208,11 +224,16 @@ class Connection:
             )
             sender = asyncio.create_task(self._send_loop())
             sender.add_done_callback(self._sender_done)
+            drainer = asyncio.create_task(self._drain_after_reply())
             await self._receive_loop()
+            if self.went_away:
+                ending = "going_away"
         except ProtocolViolation as exc:
             ending = exc.code
             await self._close(exc.close_code, exc.code, exc.code, str(exc))
         finally:
+            if drainer is not None:
+                drainer.cancel()
             self.hub.close(self.hub_session)  # cancels its generation at once
             try:
                 if sender is not None:
@@ -224,6 +245,25 @@ class Connection:
             finally:
                 if self.transcript is not None:
                     self.transcript.close(ending)
+
+    async def _drain_after_reply(self) -> None:
+        """Once the worker drains: wait until nothing is being heard, thought, said or
+        played (the reply in progress was heard to its end and is in the history), or
+        until the drain's deadline, then send the client away to reconnect elsewhere."""
+        assert self.hub_session is not None
+        await self.lifecycle.wait_drain_started()
+        while self.lifecycle.time_left() > 0:
+            with self.hub_session.lock:
+                if not self.hub_session.session.busy:
+                    break
+            await asyncio.sleep(DRAIN_POLL_S)
+        await self._go_away()
+
+    async def _go_away(self) -> None:
+        self.went_away = True
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(message("going_away", code="draining", message=GOING_AWAY_TEXT))
+            await self.ws.close(CLOSE_GOING_AWAY, "server going away")
 
     def _sender_done(self, task: asyncio.Task[None]) -> None:
         """A sender that died of a bug must not leave a session that hears but never
@@ -448,10 +488,13 @@ async def serve_forever(
     ready: asyncio.Event | None = None,
     metrics: ServerMetrics | None = None,
     on_event: Callable[[Event], None] | None = None,
+    lifecycle: Lifecycle | None = None,
 ) -> None:
-    """Serve until cancelled. ``ready`` is set once the port is open; ``on_event`` sees
-    every session's events (on the event loop's thread) as they go to the clients."""
+    """Serve until cancelled, or until ``lifecycle`` has drained. ``ready`` is set once
+    the port is open; ``on_event`` sees every session's events (on the event loop's
+    thread) as they go to the clients."""
     metrics = metrics or ServerMetrics()
+    lifecycle = lifecycle or Lifecycle(config.drain_s)
     access = config.access
     loop_lag = LoopLag()  # audio that piled up while the server stalled is not "too fast"
 
@@ -460,6 +503,10 @@ async def serve_forever(
         if path == WS_PATH:
             metrics.connections += 1
             refusal = access.check(request)
+            if refusal is None and lifecycle.draining:  # a balancer retries another worker
+                metrics.refuse("draining")
+                gone = b"this server is shutting down; connect again (to another server).\n"
+                return _response(HTTPStatus.SERVICE_UNAVAILABLE, gone, "text/plain")
             if refusal is None:
                 return None  # the WebSocket handshake goes on
             metrics.refuse(refusal.reason)
@@ -467,6 +514,9 @@ async def serve_forever(
         if path == "/healthz":
             body = json.dumps({"status": "ok", **hub.stats()}).encode()
             return _response(HTTPStatus.OK, body, "application/json")
+        if path == "/readyz":
+            status, fields = lifecycle.readiness(hub.stats())
+            return _response(status, json.dumps(fields).encode(), "application/json")
         if path == "/metrics":
             refusal = access.check(request, need_origin_check=False)
             if refusal is not None:
@@ -476,8 +526,9 @@ async def serve_forever(
         return static_response(config.web_dir, path)
 
     async def handler(ws: ServerConnection) -> None:
+        lifecycle.opened()
         try:
-            await Connection(ws, hub, config, metrics, on_event, loop_lag).run()
+            await Connection(ws, hub, config, metrics, on_event, loop_lag, lifecycle).run()
         except ConnectionClosed:
             pass
         except Exception:  # one connection's bug must not take the server down
@@ -485,6 +536,8 @@ async def serve_forever(
             metrics.error("internal")
             with contextlib.suppress(ConnectionClosed):
                 await ws.send(message("error", code="internal", message="internal server error"))
+        finally:
+            lifecycle.closed()
 
     async with serve(
         handler,
@@ -499,9 +552,39 @@ async def serve_forever(
         if ready is not None:
             ready.set()
         try:
-            await asyncio.Future()  # until cancelled
+            await lifecycle.drained()  # until drained (SIGTERM), or cancelled
         finally:
             heartbeat.cancel()
+
+
+async def _serve_until_signalled(hub: EngineHub, config: ServeConfig) -> None:
+    """Serve; the first SIGTERM drains (see :mod:`voice.serve.lifecycle`), a second one
+    stops at once (an operator who will not wait; Ctrl-C does the same)."""
+    lifecycle = Lifecycle(config.drain_s)
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    stopped_at_once = False
+
+    def on_sigterm() -> None:
+        nonlocal stopped_at_once
+        if lifecycle.begin_drain():
+            print(
+                f"voice serve: draining ({lifecycle.connections} connections, at most "
+                f"{config.drain_s:g} s; SIGTERM again stops at once)",
+                file=sys.stderr,
+                flush=True,
+            )
+        elif main is not None:
+            stopped_at_once = True
+            main.cancel()
+
+    with contextlib.suppress(NotImplementedError):  # no signal handlers on this platform
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    try:
+        await serve_forever(hub, config, lifecycle=lifecycle)
+    except asyncio.CancelledError:
+        if not stopped_at_once:
+            raise
 
 
 def _rss_bytes() -> int | None:
@@ -514,7 +597,8 @@ def _rss_bytes() -> int | None:
 
 
 def run_server(settings: Any, config: ServeConfig) -> int:
-    """Load the models once, then serve (blocking) until Ctrl-C."""
+    """Load the models once, then serve (blocking) until Ctrl-C, or until drained after
+    SIGTERM (a second SIGTERM stops at once)."""
     from voice.conversation.engines import Engines
 
     config.ssl_context()  # a bad certificate fails now, not after loading the models
@@ -530,12 +614,12 @@ def run_server(settings: Any, config: ServeConfig) -> int:
     query = "?token=TOKEN" if config.access.token else ""
     print(
         f"voice serve: models loaded in {time.perf_counter() - started:.1f} s; "
-        f"open {scheme}://{shown}:{config.port}/{query} (Ctrl-C stops)",
+        f"open {scheme}://{shown}:{config.port}/{query} (Ctrl-C stops; SIGTERM drains)",
         flush=True,
     )
     with hub, contextlib.suppress(KeyboardInterrupt):
         try:
-            asyncio.run(serve_forever(hub, config))
+            asyncio.run(_serve_until_signalled(hub, config))
         except OSError as exc:  # the port is taken, or the address is not ours
             raise VoiceError(
                 f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}.",
