@@ -210,6 +210,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         transcripts=Path(args.transcripts) if args.transcripts else None,
         record_audio=args.record_audio,
         drain_s=_drain_s(args.drain_s),
+        store=args.store or os.environ.get("VOICE_SERVE_STORE", "") or "memory",
+        store_ttl_s=args.store_ttl_s,
     )
     if args.record_audio and not args.transcripts:
         raise VoiceError("--record-audio needs --transcripts DIR (where the audio goes).")
@@ -446,6 +448,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="on SIGTERM, let open conversations finish their reply for up to this long "
         "(default: $VOICE_SERVE_DRAIN_S, else 20)",
+    )
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="where conversations are kept so a client can go on after a reconnect: memory "
+        "(default), or redis://HOST:PORT/DB shared by several workers (or $VOICE_SERVE_STORE)",
+    )
+    p.add_argument(
+        "--store-ttl-s",
+        type=float,
+        default=3600,
+        help="forget a conversation this long after its last reply (default 3600)",
     )
     p.add_argument("--transcripts", metavar="DIR", help="write a JSONL transcript per session")
     p.add_argument(

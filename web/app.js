@@ -43,11 +43,26 @@ const S = {
   stops: 0,
   retry: 0,
   goingAway: false, // the server said it is draining: reconnect at once, not after a backoff
+  // The conversation to go on with after a reconnect (any server behind the same balancer
+  // that shares the store); kept for this tab, so a reload goes on too.
+  conversationId: stored("voice.conversation"),
   talking: false, // push-to-talk button held (the first press turns push-to-talk on)
   pushToTalk: false, // the button was used: every new session listens only while held
   dirty: true,
 };
 window.voiceState = S;
+
+// sessionStorage, where the page may use it (a sandboxed frame may not: then the id
+// lives only as long as the page).
+function stored(key, value) {
+  try {
+    if (value === undefined) return sessionStorage.getItem(key) || null;
+    sessionStorage.setItem(key, value);
+  } catch {
+    // not allowed here
+  }
+  return value ?? null;
+}
 
 function setNotice(text) {
   S.notice = text;
@@ -149,7 +164,9 @@ function connect() {
   ws.binaryType = "arraybuffer";
   S.ws = ws;
   ws.onopen = () => {
-    ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL, sample_rate: RATE, format: "pcm16" }));
+    const hello = { type: "hello", protocol: PROTOCOL, sample_rate: RATE, format: "pcm16" };
+    if (S.conversationId) hello.conversation_id = S.conversationId;
+    ws.send(JSON.stringify(hello));
   };
   ws.onmessage = (e) => {
     if (typeof e.data === "string") onMessage(JSON.parse(e.data));
@@ -184,6 +201,10 @@ function onMessage(msg) {
       S.micT0 = null;
       S.framesSent = 0;
       S.playback.port.postMessage({ type: "reset" });
+      if (msg.conversation_id) {
+        S.conversationId = msg.conversation_id;
+        stored("voice.conversation", msg.conversation_id);
+      }
       if (S.pushToTalk) S.ws.send(JSON.stringify({ type: "talk", down: S.talking }));
       setNotice("");
       break;

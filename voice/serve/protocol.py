@@ -68,6 +68,8 @@ class ProtocolViolation(VoiceError):
 @dataclass(frozen=True)
 class Hello:
     sample_rate: int
+    # The conversation to go on with (a reconnect), as ``ready`` gave it; None: a new one.
+    conversation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,15 @@ def parse_text(raw: str | bytes) -> ClientMessage:
                 f"Send '{FORMAT}' (16-bit little-endian mono).",
                 code="unsupported_format",
             )
-        return Hello(_int_field(data, "sample_rate", MIN_RATE, MAX_RATE))
+        conversation_id = data.get("conversation_id")
+        if conversation_id is not None and not isinstance(conversation_id, str):
+            raise ProtocolError(
+                f"hello's 'conversation_id' must be the string 'ready' gave, not "
+                f"{conversation_id!r}.",
+                "Leave it out to start a new conversation.",
+                code="bad_field",
+            )
+        return Hello(_int_field(data, "sample_rate", MIN_RATE, MAX_RATE), conversation_id or None)
     if kind == "played":
         return Played(
             _int_field(data, "reply_id", 0, 2**31 - 1), _int_field(data, "samples", 0, 2**31 - 1)

@@ -12,6 +12,11 @@ this worker takes new conversations, and SIGTERM drains it (each open
 conversation ends after its current reply, with close code 1001 and a
 ``going_away`` message) before it stops.
 
+Conversations outlive their connection (:mod:`voice.serve.store`): ``ready``
+gives each an id, a client that reconnects with it goes on where it was (on
+any worker sharing the store), and its history as heard, persona and chosen
+settings are saved after every reply.
+
 Guards for a server left running: the token and origin check at the HTTP
 upgrade (:mod:`voice.serve.access`), per-connection limits on audio rate, idle
 time and session length (:mod:`voice.serve.limits`), ``/metrics`` for
@@ -74,6 +79,16 @@ from voice.serve.protocol import (
     parse_audio,
     parse_text,
 )
+from voice.serve.store import (
+    STORE_TTL_S,
+    Conversations,
+    ConversationState,
+    RedisStore,
+    StoreUnavailable,
+    make_store,
+    new_conversation_id,
+    valid_conversation_id,
+)
 from voice.transports.playback import PlayedLedger
 
 log = logging.getLogger(__name__)
@@ -82,6 +97,7 @@ WEB_DIR = Path(__file__).resolve().parents[2] / "web"
 WS_PATH = "/ws"
 HELLO_TIMEOUT_S = 10.0
 MAX_ERRORS_IN_A_ROW = 50  # then the client is broken, not unlucky: close it
+SAVE_AFTER = frozenset({"reply_end", "turn_continued"})  # events that change the history
 
 
 @dataclass
@@ -98,6 +114,8 @@ class ServeConfig:
     transcripts: Path | None = None  # a JSONL transcript per session goes here
     record_audio: bool = False  # and, only if asked, each session's microphone audio
     drain_s: float = DRAIN_S  # on SIGTERM: how long open conversations may go on
+    store: str = "memory"  # where conversations are kept: memory, or redis://HOST:PORT/DB
+    store_ttl_s: float = STORE_TTL_S  # a conversation is forgotten this long after its last save
 
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.certfile:
@@ -153,10 +171,16 @@ class Connection:
         on_event: Callable[[Event], None] | None = None,
         loop_lag: LoopLag | None = None,
         lifecycle: Lifecycle | None = None,
+        conversations: Conversations | None = None,
     ) -> None:
         self.ws = ws
         self.lifecycle = lifecycle or Lifecycle(config.drain_s)
         self.went_away = False  # closed by a drain (1001), not by the client
+        self.conversations = conversations or Conversations(make_store("memory"))
+        self.conversation_id = ""
+        self._unsaved = False
+        self._saver: asyncio.Task[None] | None = None
+        self._store_down = False  # the client was told; told again only after a recovery
         self.on_event = on_event
         self.hub = hub
         self.config = config
@@ -189,6 +213,7 @@ class Connection:
         if self.lifecycle.draining:  # it began while this client said hello
             await self._go_away()
             return
+        self.conversation_id, state, notices = await self._conversation(hello.conversation_id)
         try:
             self.hub_session = await self._open_session()
         except ServerFull as exc:
@@ -200,8 +225,11 @@ class Connection:
         drainer: asyncio.Task[None] | None = None
         ending = "client closed"
         try:  # from here on, whatever happens, the session is closed
+            if state is not None:
+                state, restore_notice = self._restore(state)
+                notices += restore_notice
             greeting = self.hub.settings.conversation.greeting
-            if greeting:
+            if greeting and state is None:  # a conversation that goes on is not greeted again
                 with self.hub_session.lock:
                     self.hub_session.session.say(greeting)
             if self.config.transcripts is not None:
@@ -220,8 +248,13 @@ class Connection:
                     sample_rate=self.rate,
                     format=FORMAT,
                     frame_ms=FRAME_MS,
+                    conversation_id=self.conversation_id,
+                    resumed=state is not None,
+                    history_messages=len(state.history["turns"]) if state is not None else 0,
                 )
             )
+            for notice in notices:
+                await self.ws.send(notice)
             sender = asyncio.create_task(self._send_loop())
             sender.add_done_callback(self._sender_done)
             drainer = asyncio.create_task(self._drain_after_reply())
@@ -234,7 +267,9 @@ class Connection:
         finally:
             if drainer is not None:
                 drainer.cancel()
+            final = self._snapshot()  # before the engine thread closes the session
             self.hub.close(self.hub_session)  # cancels its generation at once
+            await self._save_last(final)
             try:
                 if sender is not None:
                     sender.cancel()
@@ -245,6 +280,107 @@ class Connection:
             finally:
                 if self.transcript is not None:
                     self.transcript.close(ending)
+
+    # -- the conversation's state ----------------------------------------------------
+
+    async def _conversation(
+        self, asked: str | None
+    ) -> tuple[str, ConversationState | None, list[str]]:
+        """The id and saved state to go on with (a new id and None for a new conversation),
+        and the messages that tell the client why it did not go on as it asked."""
+        if asked is None:
+            return new_conversation_id(), None, []
+        state: ConversationState | None = None
+        notices: list[str] = []
+        if valid_conversation_id(asked):
+            state, failure = await self.conversations.load(asked)
+            if failure is not None:
+                self._store_down = True
+                notices.append(self._error(failure))
+        if state is not None:
+            return asked, state, notices
+        if notices:
+            why = "could not be looked up (the conversation store is unavailable)"
+        else:
+            hours = self.conversations.ttl_s / 3600.0
+            why = (f"was not found: it expired ({hours:g} h after its last turn), belongs to "
+                   "another service, or never existed")  # fmt: skip
+        notices.append(
+            self._error(
+                VoiceError(
+                    f"the conversation you asked to go on with {why}; a new conversation "
+                    "has started.",
+                    "Keep the conversation_id that 'ready' gives and send it in hello.",
+                    code="conversation_not_found",
+                )
+            )
+        )
+        return new_conversation_id(), None, notices
+
+    def _restore(self, state: ConversationState) -> tuple[ConversationState | None, list[str]]:
+        """Put a saved conversation into the new session (None: it could not be read, and
+        the session starts afresh with a message saying so)."""
+        assert self.hub_session is not None
+        session = self.hub_session.session
+        try:
+            with self.hub_session.lock:
+                session.history.restore(state.history)
+                session.push_to_talk = bool(state.settings.get("push_to_talk", False))
+        except ValueError as exc:
+            log.warning("a stored conversation could not be restored: %s", exc)
+            self.conversation_id = new_conversation_id()
+            error = VoiceError(
+                "the saved conversation could not be read; a new conversation has started.",
+                code="conversation_not_found",
+            )
+            return None, [self._error(error)]
+        return state, []
+
+    def _error(self, error: VoiceError) -> str:
+        self.metrics.error(error.code)
+        return error_message(error)
+
+    def _snapshot(self) -> ConversationState | None:
+        if self.hub_session is None:
+            return None
+        with self.hub_session.lock:
+            session = self.hub_session.session
+            return ConversationState(
+                session.history.snapshot(), {"push_to_talk": session.push_to_talk}, time.time()
+            )
+
+    def _save_soon(self) -> None:
+        """Save the conversation as it is now, off this loop; saves never queue up (the
+        latest state wins) and never hold up the conversation."""
+        self._unsaved = True
+        if self._saver is None or self._saver.done():
+            self._saver = asyncio.create_task(self._save_loop())
+
+    async def _save_loop(self) -> None:
+        while self._unsaved:
+            self._unsaved = False
+            state = self._snapshot()
+            if state is not None:
+                await self._saved(await self.conversations.save(self.conversation_id, state))
+
+    async def _save_last(self, state: ConversationState | None) -> None:
+        """The state at the close (the connection is gone: waiting costs no one)."""
+        if self._saver is not None:
+            self._saver.cancel()
+        if state is not None and self.conversation_id:
+            await self.conversations.save(self.conversation_id, state)
+
+    async def _saved(self, failure: StoreUnavailable | None) -> None:
+        """Tell the client once that its conversation lives only in this server now."""
+        if failure is None:
+            self._store_down = False
+            return
+        if self._store_down:
+            return
+        self._store_down = True
+        log.warning("conversation store: %s", failure)
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(self._error(failure))
 
     async def _drain_after_reply(self) -> None:
         """Once the worker drains: wait until nothing is being heard, thought, said or
@@ -415,6 +551,7 @@ class Connection:
                             self.hub_session.session.talk(parsed.down)
                         self.hub.poke()
                         self.wake.set()
+                        self._save_soon()  # a setting the user chose
                     else:
                         raise ProtocolError("hello was already received.", code="unexpected")
                 self.errors_in_a_row = 0
@@ -445,6 +582,8 @@ class Connection:
                     if self.transcript is not None:
                         self.transcript.observe(item)
                     await self.ws.send(json.dumps(item.to_dict()))
+                    if item.type in SAVE_AFTER:
+                        self._save_soon()
                 elif isinstance(item, Play):
                     audio = resample(item.audio, SAMPLE_RATE, self.rate)
                     self._ledger.queued(item.reply_id, len(item.audio), len(audio))
@@ -489,12 +628,15 @@ async def serve_forever(
     metrics: ServerMetrics | None = None,
     on_event: Callable[[Event], None] | None = None,
     lifecycle: Lifecycle | None = None,
+    conversations: Conversations | None = None,
 ) -> None:
     """Serve until cancelled, or until ``lifecycle`` has drained. ``ready`` is set once
     the port is open; ``on_event`` sees every session's events (on the event loop's
     thread) as they go to the clients."""
     metrics = metrics or ServerMetrics()
     lifecycle = lifecycle or Lifecycle(config.drain_s)
+    if conversations is None:
+        conversations = Conversations(make_store(config.store, config.store_ttl_s))
     access = config.access
     loop_lag = LoopLag()  # audio that piled up while the server stalled is not "too fast"
 
@@ -528,7 +670,9 @@ async def serve_forever(
     async def handler(ws: ServerConnection) -> None:
         lifecycle.opened()
         try:
-            await Connection(ws, hub, config, metrics, on_event, loop_lag, lifecycle).run()
+            await Connection(
+                ws, hub, config, metrics, on_event, loop_lag, lifecycle, conversations
+            ).run()
         except ConnectionClosed:
             pass
         except Exception:  # one connection's bug must not take the server down
@@ -555,9 +699,12 @@ async def serve_forever(
             await lifecycle.drained()  # until drained (SIGTERM), or cancelled
         finally:
             heartbeat.cancel()
+            conversations.close()
 
 
-async def _serve_until_signalled(hub: EngineHub, config: ServeConfig) -> None:
+async def _serve_until_signalled(
+    hub: EngineHub, config: ServeConfig, conversations: Conversations
+) -> None:
     """Serve; the first SIGTERM drains (see :mod:`voice.serve.lifecycle`), a second one
     stops at once (an operator who will not wait; Ctrl-C does the same)."""
     lifecycle = Lifecycle(config.drain_s)
@@ -581,7 +728,7 @@ async def _serve_until_signalled(hub: EngineHub, config: ServeConfig) -> None:
     with contextlib.suppress(NotImplementedError):  # no signal handlers on this platform
         loop.add_signal_handler(signal.SIGTERM, on_sigterm)
     try:
-        await serve_forever(hub, config, lifecycle=lifecycle)
+        await serve_forever(hub, config, lifecycle=lifecycle, conversations=conversations)
     except asyncio.CancelledError:
         if not stopped_at_once:
             raise
@@ -602,6 +749,12 @@ def run_server(settings: Any, config: ServeConfig) -> int:
     from voice.conversation.engines import Engines
 
     config.ssl_context()  # a bad certificate fails now, not after loading the models
+    store = make_store(config.store, config.store_ttl_s)  # a bad --store, too
+    if isinstance(store, RedisStore):
+        try:
+            store.ping()
+        except StoreUnavailable as exc:  # it may come back: serve from memory meanwhile
+            print(f"voice serve: warning: {exc}", file=sys.stderr, flush=True)
     warning = exposure_warning(config.host, config.access.token, bool(config.certfile))
     if warning:
         print(warning, file=sys.stderr, flush=True)
@@ -619,7 +772,7 @@ def run_server(settings: Any, config: ServeConfig) -> int:
     )
     with hub, contextlib.suppress(KeyboardInterrupt):
         try:
-            asyncio.run(_serve_until_signalled(hub, config))
+            asyncio.run(_serve_until_signalled(hub, config, Conversations(store)))
         except OSError as exc:  # the port is taken, or the address is not ours
             raise VoiceError(
                 f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}.",
