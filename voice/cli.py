@@ -66,7 +66,11 @@ _FLAGS = {
 
 def _llm_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=["embedded", "http"], help="LLM backend")
-    parser.add_argument("--url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    parser.add_argument(
+        "--url",
+        help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (voice bench serve: "
+        "the WebSocket URL of a running server or balancer, e.g. wss://HOST/ws)",
+    )
     parser.add_argument("--llm-model", help="GGUF path (embedded) or model name (http)")
     parser.add_argument("--voice", dest="tts_voice", help="Piper voice .onnx (with .onnx.json)")
 
@@ -330,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
             "turns",
             "prosody",
             "serve",
+            "scale",
             "desk",
             "disconnect",
             "soak",
@@ -341,7 +346,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--clients",
         default="1,2,3,4",
-        help="serve, soak: concurrent clients, e.g. 1,2,4 (one run each)",
+        help="serve, soak, scale: concurrent clients, e.g. 1,2,4 (one run each)",
+    )
+    p.add_argument(
+        "--workers",
+        default="1,2,3",
+        help="scale: voice serve workers behind nginx, e.g. 1,2,3 (one set-up each)",
+    )
+    p.add_argument(
+        "--llm",
+        help="scale: embedded (each worker its own model), shared (one llama.cpp server "
+        "for all), or both: embedded,shared (default: embedded)",
     )
     p.add_argument(
         "--minutes",
