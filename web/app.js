@@ -263,7 +263,15 @@ function onMessage(msg) {
       S.serverMetrics.push(msg);
       break;
     case "error":
-      if (msg.code !== "bad_message") setNotice(`Server: ${msg.message}`);
+      if (msg.code === "conversation_not_found") {
+        // After a reconnect: the server no longer has the conversation (expired, or a
+        // server without a shared store). Say so in the user's words, not the protocol's.
+        setNotice("The conversation could not be continued; a new one has started.");
+      } else if (msg.code === "store_unavailable") {
+        console.warn(msg.message); // nothing for the user to do: the conversation goes on
+      } else if (msg.code !== "bad_message") {
+        setNotice(`Server: ${msg.message}`);
+      }
       break;
     case "going_away":
       S.goingAway = true; // the close (1001) follows; reconnect then, without waiting
