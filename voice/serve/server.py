@@ -363,10 +363,18 @@ class Connection:
             if state is not None:
                 await self._saved(await self.conversations.save(self.conversation_id, state))
 
+    async def _saves_done(self) -> None:
+        """Until the save in flight (if any) is done: each is bounded by the store's
+        timeout, and it is not cancelled (a later save must not be overtaken by it)."""
+        saver = self._saver
+        if saver is not None and not saver.done():
+            await asyncio.wait({saver}, timeout=2 * self.conversations.timeout_s + 1.0)
+
     async def _save_last(self, state: ConversationState | None) -> None:
-        """The state at the close (the connection is gone: waiting costs no one)."""
-        if self._saver is not None:
-            self._saver.cancel()
+        """The state at the close (the connection is gone: waiting costs no one), after
+        the save in flight, so that the last word is the latest state."""
+        self._unsaved = False
+        await self._saves_done()
         if state is not None and self.conversation_id:
             await self.conversations.save(self.conversation_id, state)
 
@@ -393,6 +401,7 @@ class Connection:
                 if not self.hub_session.session.busy:
                     break
             await asyncio.sleep(DRAIN_POLL_S)
+        await self._saves_done()  # the reply just heard is in the store before the client moves
         await self._go_away()
 
     async def _go_away(self) -> None:

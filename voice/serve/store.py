@@ -248,7 +248,10 @@ class Conversations:
 
     async def _run(self, call: Any) -> Any:
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._threads, call)
+        try:
+            future = loop.run_in_executor(self._threads, call)
+        except RuntimeError as exc:  # closed: the server is stopping
+            raise StoreUnavailable("the conversation store is closed.") from exc
         try:
             return await asyncio.wait_for(future, self.timeout_s)
         except TimeoutError:
