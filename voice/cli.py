@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -65,7 +66,11 @@ _FLAGS = {
 
 def _llm_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=["embedded", "http"], help="LLM backend")
-    parser.add_argument("--url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    parser.add_argument(
+        "--url",
+        help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (voice bench serve: "
+        "the WebSocket URL of a running server or balancer, e.g. wss://HOST/ws)",
+    )
     parser.add_argument("--llm-model", help="GGUF path (embedded) or model name (http)")
     parser.add_argument("--voice", dest="tts_voice", help="Piper voice .onnx (with .onnx.json)")
 
@@ -208,12 +213,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
         keyfile=args.keyfile or "",
         transcripts=Path(args.transcripts) if args.transcripts else None,
         record_audio=args.record_audio,
+        drain_s=_drain_s(args.drain_s),
+        store=args.store or os.environ.get("VOICE_SERVE_STORE", "") or "memory",
+        store_ttl_s=args.store_ttl_s,
     )
     if args.record_audio and not args.transcripts:
         raise VoiceError("--record-audio needs --transcripts DIR (where the audio goes).")
     if args.web_dir:
         config.web_dir = Path(args.web_dir)
     return run_server(_settings(args), config)
+
+
+def _drain_s(flag: float | None) -> float:
+    """--drain-s, else $VOICE_SERVE_DRAIN_S, else the default (a reply's length and more)."""
+    from voice.serve.lifecycle import DRAIN_S
+
+    raw = os.environ.get("VOICE_SERVE_DRAIN_S", "") if flag is None else str(flag)
+    try:
+        value = float(raw) if raw.strip() else DRAIN_S
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < float("inf"):
+        raise VoiceError(
+            f"the drain deadline must be a number of seconds (0 or more), not {raw!r}.",
+            "Pass e.g. --drain-s 20 (or set VOICE_SERVE_DRAIN_S).",
+            code="config",
+        )
+    return value
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -308,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
             "turns",
             "prosody",
             "serve",
+            "scale",
             "desk",
             "disconnect",
             "soak",
@@ -319,7 +346,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--clients",
         default="1,2,3,4",
-        help="serve, soak: concurrent clients, e.g. 1,2,4 (one run each)",
+        help="serve, soak, scale: concurrent clients, e.g. 1,2,4 (one run each)",
+    )
+    p.add_argument(
+        "--workers",
+        default="1,2,3",
+        help="scale: voice serve workers behind nginx, e.g. 1,2,3 (one set-up each)",
+    )
+    p.add_argument(
+        "--llm",
+        help="scale: embedded (each worker its own model), shared (one llama.cpp server "
+        "for all), or both: embedded,shared (default: embedded)",
     )
     p.add_argument(
         "--minutes",
@@ -420,6 +457,24 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=60,
         help="close connections silent this long (default 60)",
+    )
+    p.add_argument(
+        "--drain-s",
+        type=float,
+        help="on SIGTERM, let open conversations finish their reply for up to this long "
+        "(default: $VOICE_SERVE_DRAIN_S, else 20)",
+    )
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="where conversations are kept so a client can go on after a reconnect: memory "
+        "(default), or redis://HOST:PORT/DB shared by several workers (or $VOICE_SERVE_STORE)",
+    )
+    p.add_argument(
+        "--store-ttl-s",
+        type=float,
+        default=3600,
+        help="forget a conversation this long after its last reply (default 3600)",
     )
     p.add_argument("--transcripts", metavar="DIR", help="write a JSONL transcript per session")
     p.add_argument(

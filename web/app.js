@@ -42,11 +42,27 @@ const S = {
   playedSamples: 0,
   stops: 0,
   retry: 0,
+  goingAway: false, // the server said it is draining: reconnect at once, not after a backoff
+  // The conversation to go on with after a reconnect (any server behind the same balancer
+  // that shares the store); kept for this tab, so a reload goes on too.
+  conversationId: stored("voice.conversation"),
   talking: false, // push-to-talk button held (the first press turns push-to-talk on)
   pushToTalk: false, // the button was used: every new session listens only while held
   dirty: true,
 };
 window.voiceState = S;
+
+// sessionStorage, where the page may use it (a sandboxed frame may not: then the id
+// lives only as long as the page).
+function stored(key, value) {
+  try {
+    if (value === undefined) return sessionStorage.getItem(key) || null;
+    sessionStorage.setItem(key, value);
+  } catch {
+    // not allowed here
+  }
+  return value ?? null;
+}
 
 function setNotice(text) {
   S.notice = text;
@@ -148,7 +164,9 @@ function connect() {
   ws.binaryType = "arraybuffer";
   S.ws = ws;
   ws.onopen = () => {
-    ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL, sample_rate: RATE, format: "pcm16" }));
+    const hello = { type: "hello", protocol: PROTOCOL, sample_rate: RATE, format: "pcm16" };
+    if (S.conversationId) hello.conversation_id = S.conversationId;
+    ws.send(JSON.stringify(hello));
   };
   ws.onmessage = (e) => {
     if (typeof e.data === "string") onMessage(JSON.parse(e.data));
@@ -160,6 +178,14 @@ function connect() {
     S.state = "idle";
     S.dirty = true;
     if (!S.running) return;
+    // 1001 (with a going_away message): this server is draining, the conversation goes
+    // on at once on another one (the load balancer picks it).
+    if (e.code === 1001 || S.goingAway) {
+      S.goingAway = false;
+      setNotice("The server is restarting; reconnecting…");
+      connect();
+      return;
+    }
     const delay = Math.min(MAX_RETRY_S, 0.5 * 2 ** S.retry++);
     const why = e.code === 1013 ? "The server is busy (all sessions taken)." : "The connection to the server was lost.";
     setNotice(`${why} Reconnecting in ${delay.toFixed(1)} s…`);
@@ -175,6 +201,10 @@ function onMessage(msg) {
       S.micT0 = null;
       S.framesSent = 0;
       S.playback.port.postMessage({ type: "reset" });
+      if (msg.conversation_id) {
+        S.conversationId = msg.conversation_id;
+        stored("voice.conversation", msg.conversation_id);
+      }
       if (S.pushToTalk) S.ws.send(JSON.stringify({ type: "talk", down: S.talking }));
       setNotice("");
       break;
@@ -233,7 +263,18 @@ function onMessage(msg) {
       S.serverMetrics.push(msg);
       break;
     case "error":
-      if (msg.code !== "bad_message") setNotice(`Server: ${msg.message}`);
+      if (msg.code === "conversation_not_found") {
+        // After a reconnect: the server no longer has the conversation (expired, or a
+        // server without a shared store). Say so in the user's words, not the protocol's.
+        setNotice("The conversation could not be continued; a new one has started.");
+      } else if (msg.code === "store_unavailable") {
+        console.warn(msg.message); // nothing for the user to do: the conversation goes on
+      } else if (msg.code !== "bad_message") {
+        setNotice(`Server: ${msg.message}`);
+      }
+      break;
+    case "going_away":
+      S.goingAway = true; // the close (1001) follows; reconnect then, without waiting
       break;
     default:
       break; // speculation, metrics and other events are not shown

@@ -265,8 +265,13 @@ def test_the_page_reconnects_when_the_server_comes_back(
             gone = await wait_until(page, lambda s: "Reconnecting" in s["notice"], 10, "a notice")
             second = VoiceServer(1, SERVER_ENV, port=first.port)
             try:
+                # A new process with no shared store does not have the conversation: the
+                # page says a new one has started (and nothing else).
                 back = await wait_until(
-                    page, lambda s: s["ready"] and not s["notice"] and s["frames"] > 10, 60, "back"
+                    page,
+                    lambda s: s["ready"] and s["frames"] > 10 and "new one" in s["notice"],
+                    60,
+                    "back",
                 )
             finally:
                 await browser.close()
@@ -277,5 +282,72 @@ def test_the_page_reconnects_when_the_server_comes_back(
         gone, back = run(main())
     finally:
         first.stop()
-    assert "lost" in gone["notice"]
+    assert "lost" in gone["notice"] or "restarting" in gone["notice"]
     assert back["ready"] and back["frames"] > 10  # streaming again on a new session
+
+
+# Records the page's socket closes (with their codes) and opens, with times.
+TRACE_SOCKETS = """() => {
+  window.socketTrace = [];
+  const mark = (ws) => ws.addEventListener("close", (e) =>
+    socketTrace.push(["close", e.code, performance.now()]));
+  mark(voiceState.ws);
+  const Socket = window.WebSocket;
+  window.WebSocket = class extends Socket {
+    constructor(...args) {
+      super(...args);
+      socketTrace.push(["open", 0, performance.now()]);
+      mark(this);
+    }
+  };
+}"""
+
+
+def test_a_draining_server_sends_the_page_to_the_next_one_with_its_conversation(
+    tmp_path: Path, playwright_ready: None
+) -> None:
+    """SIGTERM: the page hears going_away and 1001, reconnects at once, and the server
+    that takes over (sharing the store, as workers behind a balancer do) goes on with
+    the conversation the page names in its hello."""
+    from playwright.async_api import async_playwright
+    from services import RedisProcess
+
+    mic = mic_file(tmp_path, "quiet", [], tail_s=60.0)
+    store = RedisProcess()
+    args = ("--store", store.url)
+    first = VoiceServer(1, SERVER_ENV, args=args)
+
+    async def main() -> tuple[str, list[Any], str, dict[str, Any]]:
+        async with async_playwright() as pw:
+            browser, page = await open_page(pw, mic, first.url)
+            await wait_until(page, lambda s: s["ready"] and s["frames"] > 10, 30, "streaming")
+            before = await page.evaluate("() => voiceState.conversationId")
+            await page.evaluate(TRACE_SOCKETS)
+            first.drain()  # nothing is being said: it goes away at once
+            await wait_until(page, lambda s: not s["ready"], 10, "the close")
+            await asyncio.to_thread(first.proc.wait, 20)
+            trace = await page.evaluate("() => window.socketTrace")
+            second = VoiceServer(1, SERVER_ENV, port=first.port, args=args)
+            try:
+                back = await wait_until(
+                    page, lambda s: s["ready"] and not s["notice"] and s["frames"] > 10, 60, "back"
+                )
+                after = await page.evaluate("() => voiceState.conversationId")
+                back["errors"] = page.errors
+            finally:
+                await browser.close()
+                second.stop()
+            return before, trace, after, back
+
+    try:
+        before, trace, after, back = run(main())
+    finally:
+        first.stop()
+        store.stop()
+    # Closed with 1001, and the next connection opened at once (no backoff; the page's
+    # own close handler runs before the trace's, so the open may be listed first).
+    (closed_t,) = [t for kind, code, t in trace if kind == "close" and code == 1001]
+    opened = [t for kind, _, t in trace if kind == "open"]
+    assert opened and min(abs(t - closed_t) for t in opened) < 250, trace
+    assert before and after == before  # the same conversation went on
+    assert not back["errors"] and back["frames"] > 10

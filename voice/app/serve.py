@@ -16,12 +16,20 @@ from voice.app.build import load_engines, make_hub
 from voice.config import Settings
 from voice.errors import VoiceError
 from voice.serve.access import exposure_warning
-from voice.serve.server import ServeConfig, serve_forever
+from voice.serve.server import ServeConfig, serve_until_signalled
+from voice.serve.store import Conversations, RedisStore, StoreUnavailable, make_store
 
 
 def run_server(settings: Settings, config: ServeConfig) -> int:
-    """Load the models once, then serve (blocking) until Ctrl-C."""
+    """Load the models once, then serve (blocking) until Ctrl-C, or until drained after
+    SIGTERM (a second SIGTERM stops at once)."""
     config.ssl_context()  # a bad certificate fails now, not after loading the models
+    store = make_store(config.store, config.store_ttl_s)  # a bad --store, too
+    if isinstance(store, RedisStore):
+        try:
+            store.ping()
+        except StoreUnavailable as exc:  # it may come back: serve from memory meanwhile
+            print(f"voice serve: warning: {exc}", file=sys.stderr, flush=True)
     warning = exposure_warning(config.host, config.access.token, bool(config.certfile))
     if warning:
         print(warning, file=sys.stderr, flush=True)
@@ -34,12 +42,12 @@ def run_server(settings: Settings, config: ServeConfig) -> int:
     query = "?token=TOKEN" if config.access.token else ""
     print(
         f"voice serve: models loaded in {time.perf_counter() - started:.1f} s; "
-        f"open {scheme}://{shown}:{config.port}/{query} (Ctrl-C stops)",
+        f"open {scheme}://{shown}:{config.port}/{query} (Ctrl-C stops; SIGTERM drains)",
         flush=True,
     )
     with hub, contextlib.suppress(KeyboardInterrupt):
         try:
-            asyncio.run(serve_forever(hub, config))
+            asyncio.run(serve_until_signalled(hub, config, Conversations(store)))
         except OSError as exc:  # the port is taken, or the address is not ours
             raise VoiceError(
                 f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}.",

@@ -1,5 +1,5 @@
 """Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
-turns, prosody, serve, desk, disconnect, soak, hostile, fuzz.
+turns, prosody, serve, scale, desk, disconnect, soak, hostile, fuzz.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -48,7 +48,18 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.serve import bench_serve
 
         counts = [int(n) for n in str(args.clients).split(",") if n.strip()]
-        report = bench_serve(load_corpus(args.corpus), counts, config=args.config)
+        # --url: a running server, or the balancer in front of several (ws:// or wss://).
+        report = bench_serve(load_corpus(args.corpus), counts, config=args.config, url=args.url)
+    elif args.what == "scale":
+        from voice.bench.scale import bench_scale
+
+        report = bench_scale(
+            load_corpus(args.corpus),
+            workers=[int(n) for n in str(args.workers).split(",") if n.strip()],
+            clients=[int(n) for n in str(args.clients).split(",") if n.strip()],
+            modes=_names(args.llm),
+            config=args.config,
+        )
     elif args.what == "turns":
         from voice.bench.turns import bench_turns
 

@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import socket
 import ssl
 import subprocess
@@ -97,10 +98,12 @@ def plan(clips: list[Clip]) -> tuple[list[_Turn], list[_Turn]]:
     return turns, barges
 
 
-async def _converse(url: str, turns: list[_Turn], barge: _Turn, seed: int) -> _ClientResult:
+async def _converse(
+    url: str, turns: list[_Turn], barge: _Turn, seed: int, tls: ssl.SSLContext | None = None
+) -> _ClientResult:
     result = _ClientResult()
     await asyncio.sleep(random.Random(seed).uniform(0.0, 1.0))  # people do not start in step
-    async with VoiceClient(url) as client:
+    async with VoiceClient(url, ssl_context=tls) as client:
         for index, turn in enumerate(turns):
             result.turns += 1
             sent = client.say(turn.audio, turn.onset_s, turn.end_s)
@@ -274,21 +277,105 @@ class ServerProcess:
                 return
             time.sleep(0.05)
 
+    def drain(self) -> None:
+        """SIGTERM: stop taking conversations, finish the open ones, then exit."""
+        self.proc.send_signal(signal.SIGTERM)
+
     def cpu_s(self) -> float:
         times = self.ps.cpu_times()
         return float(times.user + times.system)
 
     def stop(self) -> None:
+        """Stop at once, as Ctrl-C does (SIGTERM would drain: see :meth:`drain`)."""
         self._stop.set()
-        self.proc.terminate()
+        self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
 
 
-def bench_serve(clips: list[Clip], clients: list[int], config: str | None = None) -> dict[str, Any]:
+def client_load(
+    url: str, turns: list[_Turn], barges: list[_Turn], n: int, tls: ssl.SSLContext | None = None
+) -> dict[str, Any]:
+    """N clients holding conversations at once against ``url``: the clients' figures."""
+
+    async def everyone() -> list[_ClientResult]:
+        jobs = []
+        for k in range(n):
+            mine = [turns[(k * TURNS + j) % len(turns)] for j in range(TURNS)]
+            jobs.append(_converse(url, mine, barges[k % len(barges)], seed=k, tls=tls))
+        return list(await asyncio.gather(*jobs))
+
+    wall0 = time.perf_counter()
+    results = asyncio.run(everyone())
+    wall = time.perf_counter() - wall0
+    return {
+        "clients": n,
+        "turns": sum(r.turns for r in results),
+        "answered": sum(r.answered for r in results),
+        "voice_to_voice_ms": p50_p95([ms for r in results for ms in r.v2v_ms]),
+        "barge_in_ms": p50_p95([ms for r in results for ms in r.barge_ms]),
+        "barge_ins_measured": sum(len(r.barge_ms) for r in results),
+        "barge_in_attempts": sum(r.barge_attempts for r in results),
+        "server_voice_to_voice_ms": p50_p95([ms for r in results for ms in r.server_v2v_ms]),
+        "wall_s": round(wall, 1),
+        "errors": sorted({e for r in results for e in r.errors}),
+    }
+
+
+def largest_n(per_n: dict[str, Any]) -> int:
+    """The largest N such that it and every smaller N kept voice-to-voice p95 under target
+    with every turn answered."""
+    largest = 0
+    for row in sorted(per_n.values(), key=lambda r: int(r["clients"])):
+        p95 = row["voice_to_voice_ms"]["p95"]
+        if p95 is None or p95 > TARGET_P95_MS or row["answered"] < row["turns"]:
+            break
+        largest = int(row["clients"])
+    return largest
+
+
+def client_tls(url: str) -> ssl.SSLContext | None:
+    """wss:// is verified, except on loopback (a balancer's self-signed certificate)."""
+    if not url.startswith("wss://"):
+        return None
+    host = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
+    if host in ("127.0.0.1", "::1", "localhost"):
+        return ssl._create_unverified_context()
+    return ssl.create_default_context()
+
+
+def _bench_url(
+    url: str, turns: list[_Turn], barges: list[_Turn], clients: list[int]
+) -> dict[str, Any]:
+    """Against a server already running, or a load balancer in front of several: what
+    the clients feel (the servers' CPU and memory are not this process's to see)."""
+    if not url.startswith(("ws://", "wss://")):
+        raise VoiceError(
+            f"voice bench serve --url wants the WebSocket URL, not {url!r}.",
+            "Give e.g. wss://voice.example.com/ws or ws://127.0.0.1:8765/ws "
+            "(with ?token=... if the server has one).",
+            code="config",
+        )
+    tls = client_tls(url)
+    per_n = {str(n): client_load(url, turns, barges, n, tls) for n in clients}
+    return {
+        "url": url.split("?", 1)[0],
+        "per_clients": per_n,
+        "largest_n_with_p95_under_1500_ms": largest_n(per_n),
+        "reply_tokens": "as the server is configured",
+        "cpu_cores": os.cpu_count(),
+    }
+
+
+def bench_serve(
+    clips: list[Clip], clients: list[int], config: str | None = None, url: str | None = None
+) -> dict[str, Any]:
+    """``url``: measure a server (or balancer) already running instead of starting one."""
     turns, barges = plan(clips)
+    if url:
+        return _bench_url(url, turns, barges, clients)
     env = {"VOICE_LLM_MAX_REPLY_TOKENS": str(BENCH_REPLY_TOKENS)}
     if config:
         env["VOICE_CONFIG"] = str(Path(config).resolve())
@@ -298,43 +385,15 @@ def bench_serve(clips: list[Clip], clients: list[int], config: str | None = None
         for n in clients:
             cpu0, wall0 = server.cpu_s(), time.perf_counter()
             server.peak_rss = 0
-
-            async def everyone(n: int = n) -> list[_ClientResult]:
-                jobs = []
-                for k in range(n):
-                    mine = [turns[(k * TURNS + j) % len(turns)] for j in range(TURNS)]
-                    jobs.append(_converse(server.ws_url, mine, barges[k % len(barges)], seed=k))
-                return list(await asyncio.gather(*jobs))
-
-            results = asyncio.run(everyone())
+            row = client_load(server.ws_url, turns, barges, n)
             wall = time.perf_counter() - wall0
-            v2v = [ms for r in results for ms in r.v2v_ms]
-            per_n[str(n)] = {
-                "clients": n,
-                "turns": sum(r.turns for r in results),
-                "answered": sum(r.answered for r in results),
-                "voice_to_voice_ms": p50_p95(v2v),
-                "barge_in_ms": p50_p95([ms for r in results for ms in r.barge_ms]),
-                "barge_ins_measured": sum(len(r.barge_ms) for r in results),
-                "barge_in_attempts": sum(r.barge_attempts for r in results),
-                "server_voice_to_voice_ms": p50_p95(
-                    [ms for r in results for ms in r.server_v2v_ms]
-                ),
-                "server_cpu_percent": round(100.0 * (server.cpu_s() - cpu0) / wall, 1),
-                "server_peak_rss_mb": round(server.peak_rss / 2**20, 1),
-                "wall_s": round(wall, 1),
-                "errors": sorted({e for r in results for e in r.errors}),
-            }
+            row["server_cpu_percent"] = round(100.0 * (server.cpu_s() - cpu0) / wall, 1)
+            row["server_peak_rss_mb"] = round(server.peak_rss / 2**20, 1)
+            per_n[str(n)] = row
         cancel_ms = asyncio.run(_leave_mid_reply(server, turns))
     finally:
         server.stop()
-    largest = 0  # the largest N such that it and every smaller N kept the target
-    for n in sorted(clients):
-        row = per_n[str(n)]
-        p95 = row["voice_to_voice_ms"]["p95"]
-        if p95 is None or p95 > TARGET_P95_MS or row["answered"] < row["turns"]:
-            break
-        largest = n
+    largest = largest_n(per_n)
     return {
         "per_clients": per_n,
         "disconnect_to_generation_stopped_ms": p50_p95(cancel_ms),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from voice.errors import VoiceError
 from voice.reply.guard import ReplyLimits, sentence_key, split_sentences
@@ -174,6 +175,43 @@ class History:
         self.turns.clear()
         self._costs.clear()
         self._answer_chars = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        """The conversation as plain data (the persona's prompt, the turns as heard, the
+        seed), for a store: another server restores it with :meth:`restore`."""
+        return {
+            "system": self.system.content,
+            "turns": [[m.role, m.content] for m in self.turns],
+            "answer_chars": self._answer_chars,
+            "seed": self.seed,
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Go on from a :meth:`snapshot` (the persona it started with included); raises
+        :class:`ValueError` for data that is not one, and then changes nothing."""
+        system, turns = data.get("system"), data.get("turns")
+        answer_chars, seed = data.get("answer_chars", 0), data.get("seed", self.seed)
+        if not isinstance(system, str) or not isinstance(turns, list):
+            raise ValueError("a history snapshot needs 'system' text and a 'turns' list")
+        messages = []
+        for turn in turns:
+            if (
+                not isinstance(turn, list)
+                or len(turn) != 2
+                or turn[0] not in ("user", "assistant")
+                or not isinstance(turn[1], str)
+            ):
+                raise ValueError(f"not a turn: {turn!r}")
+            messages.append(Message(turn[0], turn[1]))
+        for number in (answer_chars, seed):
+            if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+                raise ValueError(f"not a count: {number!r}")
+        self.system = Message("system", system)
+        self.turns = messages
+        self._costs.clear()
+        self._answer_chars = answer_chars
+        self.seed = seed
+        self._trim()
 
     def _trim(self) -> None:
         """Prompts only ever use the turns that fit the context; keep no more than a few

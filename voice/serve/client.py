@@ -58,6 +58,9 @@ class VoiceClient:
     url: str
     rate: int = 16000
     ssl_context: ssl.SSLContext | None = None  # wss:// with a certificate of one's own
+    # The conversation to go on with (a reconnect); set from ``ready`` once connected.
+    conversation_id: str | None = None
+    ready: dict[str, Any] = field(default_factory=dict)  # the server's ready message
     ws: ClientConnection | None = None
     messages: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     replies: dict[int, ReplyPlayback] = field(default_factory=dict)
@@ -79,10 +82,14 @@ class VoiceClient:
         else:
             self.ws = await connect(self.url, max_size=2**20, compression=None)
         hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "sample_rate": self.rate}
+        if self.conversation_id:
+            hello["conversation_id"] = self.conversation_id
         await self.ws.send(json.dumps({**hello, "format": FORMAT}))
         ready = json.loads(await self.ws.recv())
         if ready.get("type") != "ready":
             raise ConnectionError(f"server refused: {ready}")
+        self.ready = ready
+        self.conversation_id = ready.get("conversation_id") or None
         self._tasks = [asyncio.create_task(self._receive()), asyncio.create_task(self._tick())]
         return self
 

@@ -6,7 +6,8 @@ socket (``web/PROTOCOL.md`` is the reference for client authors).
 - Text messages are JSON objects with a ``type``. The client sends ``hello``
   (first) and ``played``; the server sends ``ready``, the conversation core's
   events (same names and fields as :mod:`voice.events`), ``pause``,
-  ``resume``, ``clear`` and ``error``.
+  ``resume``, ``clear``, ``error`` and ``going_away`` (the server is draining:
+  close code 1001 follows, reconnect at once).
 - Binary messages carry PCM16 little-endian mono audio at the negotiated rate.
   Uplink frames are bare samples. Downlink frames start with a header of two
   little-endian uint32: the reply id and the frame's first sample within that
@@ -44,7 +45,7 @@ DOWNLINK_HEADER = struct.Struct("<II")
 CLOSE_PROTOCOL_ERROR = 1002  # unsupported protocol version
 CLOSE_POLICY = 1008  # too many errors in a row, or no hello in time
 CLOSE_TRY_AGAIN = 1013  # the server has its maximum number of sessions
-CLOSE_GOING_AWAY = 1001  # the server is shutting down
+CLOSE_GOING_AWAY = 1001  # the server is draining (after a going_away message)
 
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
@@ -67,6 +68,8 @@ class ProtocolViolation(VoiceError):
 @dataclass(frozen=True)
 class Hello:
     sample_rate: int
+    # The conversation to go on with (a reconnect), as ``ready`` gave it; None: a new one.
+    conversation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,15 @@ def parse_text(raw: str | bytes) -> ClientMessage:
                 f"Send '{FORMAT}' (16-bit little-endian mono).",
                 code="unsupported_format",
             )
-        return Hello(_int_field(data, "sample_rate", MIN_RATE, MAX_RATE))
+        conversation_id = data.get("conversation_id")
+        if conversation_id is not None and not isinstance(conversation_id, str):
+            raise ProtocolError(
+                f"hello's 'conversation_id' must be the string 'ready' gave, not "
+                f"{conversation_id!r}.",
+                "Leave it out to start a new conversation.",
+                code="bad_field",
+            )
+        return Hello(_int_field(data, "sample_rate", MIN_RATE, MAX_RATE), conversation_id or None)
     if kind == "played":
         return Played(
             _int_field(data, "reply_id", 0, 2**31 - 1), _int_field(data, "samples", 0, 2**31 - 1)

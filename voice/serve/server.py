@@ -7,6 +7,16 @@ downlink frames, and the client's ``played`` reports into playback positions
 (so history keeps only what the user heard). A bad message gets an ``error``
 and the session goes on; only a protocol violation closes the connection.
 
+Behind a load balancer (:mod:`voice.serve.lifecycle`): ``/readyz`` says whether
+this worker takes new conversations, and SIGTERM drains it (each open
+conversation ends after its current reply, with close code 1001 and a
+``going_away`` message) before it stops.
+
+Conversations outlive their connection (:mod:`voice.serve.store`): ``ready``
+gives each an id, a client that reconnects with it goes on where it was (on
+any worker sharing the store), and its history as heard, persona and chosen
+settings are saved after every reply.
+
 Guards for a server left running: the token and origin check at the HTTP
 upgrade (:mod:`voice.serve.access`), per-connection limits on audio rate, idle
 time and session length (:mod:`voice.serve.limits`), ``/metrics`` for
@@ -20,7 +30,9 @@ import contextlib
 import json
 import logging
 import mimetypes
+import signal
 import ssl
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,10 +55,12 @@ from voice.events import Event
 from voice.runtime.hub import EngineHub, HubSession, ServerFull
 from voice.runtime.memory import heap_usage
 from voice.serve.access import Access
+from voice.serve.lifecycle import DRAIN_POLL_S, DRAIN_S, GOING_AWAY_TEXT, Lifecycle
 from voice.serve.limits import Limits, LoopLag, RateGuard
 from voice.serve.metrics import ServerMetrics
 from voice.serve.pacing import Pacer
 from voice.serve.protocol import (
+    CLOSE_GOING_AWAY,
     CLOSE_POLICY,
     CLOSE_TRY_AGAIN,
     FORMAT,
@@ -64,6 +78,15 @@ from voice.serve.protocol import (
     parse_audio,
     parse_text,
 )
+from voice.serve.store import (
+    STORE_TTL_S,
+    Conversations,
+    ConversationState,
+    StoreUnavailable,
+    make_store,
+    new_conversation_id,
+    valid_conversation_id,
+)
 from voice.transports.playback import PlayedLedger
 
 log = logging.getLogger(__name__)
@@ -72,6 +95,7 @@ WEB_DIR = Path(__file__).resolve().parents[2] / "web"
 WS_PATH = "/ws"
 HELLO_TIMEOUT_S = 10.0
 MAX_ERRORS_IN_A_ROW = 50  # then the client is broken, not unlucky: close it
+SAVE_AFTER = frozenset({"reply_end", "turn_continued"})  # events that change the history
 
 
 @dataclass
@@ -87,6 +111,9 @@ class ServeConfig:
     keyfile: str = ""
     transcripts: Path | None = None  # a JSONL transcript per session goes here
     record_audio: bool = False  # and, only if asked, each session's microphone audio
+    drain_s: float = DRAIN_S  # on SIGTERM: how long open conversations may go on
+    store: str = "memory"  # where conversations are kept: memory, or redis://HOST:PORT/DB
+    store_ttl_s: float = STORE_TTL_S  # a conversation is forgotten this long after its last save
 
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.certfile:
@@ -141,8 +168,17 @@ class Connection:
         metrics: ServerMetrics | None = None,
         on_event: Callable[[Event], None] | None = None,
         loop_lag: LoopLag | None = None,
+        lifecycle: Lifecycle | None = None,
+        conversations: Conversations | None = None,
     ) -> None:
         self.ws = ws
+        self.lifecycle = lifecycle or Lifecycle(config.drain_s)
+        self.went_away = False  # closed by a drain (1001), not by the client
+        self.conversations = conversations or Conversations(make_store("memory"))
+        self.conversation_id = ""
+        self._unsaved = False
+        self._saver: asyncio.Task[None] | None = None
+        self._store_down = False  # the client was told; told again only after a recovery
         self.on_event = on_event
         self.hub = hub
         self.config = config
@@ -172,6 +208,10 @@ class Connection:
             return
         if hello is None:
             return  # gone before the handshake
+        if self.lifecycle.draining:  # it began while this client said hello
+            await self._go_away()
+            return
+        self.conversation_id, state, notices = await self._conversation(hello.conversation_id)
         try:
             self.hub_session = await self._open_session()
         except ServerFull as exc:
@@ -180,10 +220,14 @@ class Connection:
             return
         self.metrics.sessions_opened += 1
         sender: asyncio.Task[None] | None = None
+        drainer: asyncio.Task[None] | None = None
         ending = "client closed"
         try:  # from here on, whatever happens, the session is closed
+            if state is not None:
+                state, restore_notice = self._restore(state)
+                notices += restore_notice
             greeting = self.hub.greeting
-            if greeting:
+            if greeting and state is None:  # a conversation that goes on is not greeted again
                 with self.hub_session.lock:
                     self.hub_session.session.say(greeting)
             if self.config.transcripts is not None:
@@ -202,16 +246,28 @@ class Connection:
                     sample_rate=self.rate,
                     format=FORMAT,
                     frame_ms=FRAME_MS,
+                    conversation_id=self.conversation_id,
+                    resumed=state is not None,
+                    history_messages=len(state.history["turns"]) if state is not None else 0,
                 )
             )
+            for notice in notices:
+                await self.ws.send(notice)
             sender = asyncio.create_task(self._send_loop())
             sender.add_done_callback(self._sender_done)
+            drainer = asyncio.create_task(self._drain_after_reply())
             await self._receive_loop()
+            if self.went_away:
+                ending = "going_away"
         except ProtocolViolation as exc:
             ending = exc.code
             await self._close(exc.close_code, exc.code, exc.code, str(exc))
         finally:
+            if drainer is not None:
+                drainer.cancel()
+            final = self._snapshot()  # before the engine thread closes the session
             self.hub.close(self.hub_session)  # cancels its generation at once
+            await self._save_last(final)
             try:
                 if sender is not None:
                     sender.cancel()
@@ -222,6 +278,135 @@ class Connection:
             finally:
                 if self.transcript is not None:
                     self.transcript.close(ending)
+
+    # -- the conversation's state ----------------------------------------------------
+
+    async def _conversation(
+        self, asked: str | None
+    ) -> tuple[str, ConversationState | None, list[str]]:
+        """The id and saved state to go on with (a new id and None for a new conversation),
+        and the messages that tell the client why it did not go on as it asked."""
+        if asked is None:
+            return new_conversation_id(), None, []
+        state: ConversationState | None = None
+        notices: list[str] = []
+        if valid_conversation_id(asked):
+            state, failure = await self.conversations.load(asked)
+            if failure is not None:
+                self._store_down = True
+                notices.append(self._error(failure))
+        if state is not None:
+            return asked, state, notices
+        if notices:
+            why = "could not be looked up (the conversation store is unavailable)"
+        else:
+            hours = self.conversations.ttl_s / 3600.0
+            why = (f"was not found: it expired ({hours:g} h after its last turn), belongs to "
+                   "another service, or never existed")  # fmt: skip
+        notices.append(
+            self._error(
+                VoiceError(
+                    f"the conversation you asked to go on with {why}; a new conversation "
+                    "has started.",
+                    "Keep the conversation_id that 'ready' gives and send it in hello.",
+                    code="conversation_not_found",
+                )
+            )
+        )
+        return new_conversation_id(), None, notices
+
+    def _restore(self, state: ConversationState) -> tuple[ConversationState | None, list[str]]:
+        """Put a saved conversation into the new session (None: it could not be read, and
+        the session starts afresh with a message saying so)."""
+        assert self.hub_session is not None
+        session = self.hub_session.session
+        try:
+            with self.hub_session.lock:
+                session.history.restore(state.history)
+                session.push_to_talk = bool(state.settings.get("push_to_talk", False))
+        except ValueError as exc:
+            log.warning("a stored conversation could not be restored: %s", exc)
+            self.conversation_id = new_conversation_id()
+            error = VoiceError(
+                "the saved conversation could not be read; a new conversation has started.",
+                code="conversation_not_found",
+            )
+            return None, [self._error(error)]
+        return state, []
+
+    def _error(self, error: VoiceError) -> str:
+        self.metrics.error(error.code)
+        return error_message(error)
+
+    def _snapshot(self) -> ConversationState | None:
+        if self.hub_session is None:
+            return None
+        with self.hub_session.lock:
+            session = self.hub_session.session
+            return ConversationState(
+                session.history.snapshot(), {"push_to_talk": session.push_to_talk}, time.time()
+            )
+
+    def _save_soon(self) -> None:
+        """Save the conversation as it is now, off this loop; saves never queue up (the
+        latest state wins) and never hold up the conversation."""
+        self._unsaved = True
+        if self._saver is None or self._saver.done():
+            self._saver = asyncio.create_task(self._save_loop())
+
+    async def _save_loop(self) -> None:
+        while self._unsaved:
+            self._unsaved = False
+            state = self._snapshot()
+            if state is not None:
+                await self._saved(await self.conversations.save(self.conversation_id, state))
+
+    async def _saves_done(self) -> None:
+        """Until the save in flight (if any) is done: each is bounded by the store's
+        timeout, and it is not cancelled (a later save must not be overtaken by it)."""
+        saver = self._saver
+        if saver is not None and not saver.done():
+            await asyncio.wait({saver}, timeout=2 * self.conversations.timeout_s + 1.0)
+
+    async def _save_last(self, state: ConversationState | None) -> None:
+        """The state at the close (the connection is gone: waiting costs no one), after
+        the save in flight, so that the last word is the latest state."""
+        self._unsaved = False
+        await self._saves_done()
+        if state is not None and self.conversation_id:
+            await self.conversations.save(self.conversation_id, state)
+
+    async def _saved(self, failure: StoreUnavailable | None) -> None:
+        """Tell the client once that its conversation lives only in this server now."""
+        if failure is None:
+            self._store_down = False
+            return
+        if self._store_down:
+            return
+        self._store_down = True
+        log.warning("conversation store: %s", failure)
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(self._error(failure))
+
+    async def _drain_after_reply(self) -> None:
+        """Once the worker drains: wait until nothing is being heard, thought, said or
+        played (the reply in progress was heard to its end and is in the history), or
+        until the drain's deadline, then send the client away to reconnect elsewhere."""
+        assert self.hub_session is not None
+        await self.lifecycle.wait_drain_started()
+        while self.lifecycle.time_left() > 0:
+            with self.hub_session.lock:
+                if not self.hub_session.session.busy:
+                    break
+            await asyncio.sleep(DRAIN_POLL_S)
+        await self._saves_done()  # the reply just heard is in the store before the client moves
+        await self._go_away()
+
+    async def _go_away(self) -> None:
+        self.went_away = True
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(message("going_away", code="draining", message=GOING_AWAY_TEXT))
+            await self.ws.close(CLOSE_GOING_AWAY, "server going away")
 
     def _sender_done(self, task: asyncio.Task[None]) -> None:
         """A sender that died of a bug must not leave a session that hears but never
@@ -373,6 +558,7 @@ class Connection:
                             self.hub_session.session.talk(parsed.down)
                         self.hub.poke()
                         self.wake.set()
+                        self._save_soon()  # a setting the user chose
                     else:
                         raise ProtocolError("hello was already received.", code="unexpected")
                 self.errors_in_a_row = 0
@@ -403,6 +589,8 @@ class Connection:
                     if self.transcript is not None:
                         self.transcript.observe(item)
                     await self.ws.send(json.dumps(item.to_dict()))
+                    if item.type in SAVE_AFTER:
+                        self._save_soon()
                 elif isinstance(item, Play):
                     audio = resample(item.audio, SAMPLE_RATE, self.rate)
                     self._ledger.queued(item.reply_id, len(item.audio), len(audio))
@@ -446,10 +634,16 @@ async def serve_forever(
     ready: asyncio.Event | None = None,
     metrics: ServerMetrics | None = None,
     on_event: Callable[[Event], None] | None = None,
+    lifecycle: Lifecycle | None = None,
+    conversations: Conversations | None = None,
 ) -> None:
-    """Serve until cancelled. ``ready`` is set once the port is open; ``on_event`` sees
-    every session's events (on the event loop's thread) as they go to the clients."""
+    """Serve until cancelled, or until ``lifecycle`` has drained. ``ready`` is set once
+    the port is open; ``on_event`` sees every session's events (on the event loop's
+    thread) as they go to the clients."""
     metrics = metrics or ServerMetrics()
+    lifecycle = lifecycle or Lifecycle(config.drain_s)
+    if conversations is None:
+        conversations = Conversations(make_store(config.store, config.store_ttl_s))
     access = config.access
     loop_lag = LoopLag()  # audio that piled up while the server stalled is not "too fast"
 
@@ -458,6 +652,10 @@ async def serve_forever(
         if path == WS_PATH:
             metrics.connections += 1
             refusal = access.check(request)
+            if refusal is None and lifecycle.draining:  # a balancer retries another worker
+                metrics.refuse("draining")
+                gone = b"this server is shutting down; connect again (to another server).\n"
+                return _response(HTTPStatus.SERVICE_UNAVAILABLE, gone, "text/plain")
             if refusal is None:
                 return None  # the WebSocket handshake goes on
             metrics.refuse(refusal.reason)
@@ -465,6 +663,9 @@ async def serve_forever(
         if path == "/healthz":
             body = json.dumps({"status": "ok", **hub.stats()}).encode()
             return _response(HTTPStatus.OK, body, "application/json")
+        if path == "/readyz":
+            status, fields = lifecycle.readiness(hub.stats())
+            return _response(status, json.dumps(fields).encode(), "application/json")
         if path == "/metrics":
             refusal = access.check(request, need_origin_check=False)
             if refusal is not None:
@@ -474,8 +675,11 @@ async def serve_forever(
         return static_response(config.web_dir, path)
 
     async def handler(ws: ServerConnection) -> None:
+        lifecycle.opened()
         try:
-            await Connection(ws, hub, config, metrics, on_event, loop_lag).run()
+            await Connection(
+                ws, hub, config, metrics, on_event, loop_lag, lifecycle, conversations
+            ).run()
         except ConnectionClosed:
             pass
         except Exception:  # one connection's bug must not take the server down
@@ -483,6 +687,8 @@ async def serve_forever(
             metrics.error("internal")
             with contextlib.suppress(ConnectionClosed):
                 await ws.send(message("error", code="internal", message="internal server error"))
+        finally:
+            lifecycle.closed()
 
     async with serve(
         handler,
@@ -497,9 +703,42 @@ async def serve_forever(
         if ready is not None:
             ready.set()
         try:
-            await asyncio.Future()  # until cancelled
+            await lifecycle.drained()  # until drained (SIGTERM), or cancelled
         finally:
             heartbeat.cancel()
+            conversations.close()
+
+
+async def serve_until_signalled(
+    hub: EngineHub, config: ServeConfig, conversations: Conversations
+) -> None:
+    """Serve; the first SIGTERM drains (see :mod:`voice.serve.lifecycle`), a second one
+    stops at once (an operator who will not wait; Ctrl-C does the same)."""
+    lifecycle = Lifecycle(config.drain_s)
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    stopped_at_once = False
+
+    def on_sigterm() -> None:
+        nonlocal stopped_at_once
+        if lifecycle.begin_drain():
+            print(
+                f"voice serve: draining ({lifecycle.connections} connections, at most "
+                f"{config.drain_s:g} s; SIGTERM again stops at once)",
+                file=sys.stderr,
+                flush=True,
+            )
+        elif main is not None:
+            stopped_at_once = True
+            main.cancel()
+
+    with contextlib.suppress(NotImplementedError):  # no signal handlers on this platform
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    try:
+        await serve_forever(hub, config, lifecycle=lifecycle, conversations=conversations)
+    except asyncio.CancelledError:
+        if not stopped_at_once:
+            raise
 
 
 def _rss_bytes() -> int | None:
