@@ -53,6 +53,9 @@ class AsrConfig:
     tokens_per_second: float = 6.0
     no_speech_threshold: float = 0.6
     logprob_threshold: float = -1.0
+    # A final pass is dropped on three doubts together (see WhisperEngine.transcribe).
+    doubt_no_speech: float = 0.5
+    doubt_word_probability: float = 0.05
     # Word timings and probabilities on the passes that cover a pause, for the
     # end-of-turn judgement (voice.conversation.turns: spoken_words); one alignment
     # pass over the decoded words, on the encoder output the decode already made.
@@ -297,6 +300,18 @@ class WhisperEngine:
         if word_timing and self.config.word_timing and words:
             text_ids = [i for i in ids if i < tok.eot]
             timed = self._align(encoded, text_ids, len(audio), frames)
+            if (
+                timed
+                and no_speech > self.config.doubt_no_speech
+                and logprob < self.config.logprob_threshold
+                and min(w.probability for w in timed) < self.config.doubt_word_probability
+            ):
+                # Three doubts at once on a final pass: "nobody spoke" more likely than
+                # not, an unsure decode, and a word the decoder all but did not pick.
+                # The tail of a jazz clip gave "Thank you." (no-speech 0.59, log-prob
+                # -1.54, "Thank" at 0.00), answered as a turn; no read sentence of the
+                # corpus has all three.
+                words, segments, timed = [], [], []
         return Transcription(
             words=words,
             timed_words=timed,
