@@ -93,19 +93,13 @@ def bench_prosody(
     words_of = None
     chosen = sets or list(SETS)
     if "hesitation" in chosen:
-        from faster_whisper import WhisperModel
+        from voice.bench.turns import whisper_model
 
-        from voice.models import resolve_asr_model
-
-        whisper = WhisperModel(
-            resolve_asr_model(settings.asr.model), device="cpu", compute_type="int8",
-            cpu_threads=settings.asr.threads,
-        )  # fmt: skip
-        words_of = whisper_words(whisper)
+        words_of = whisper_words(whisper_model(None, settings))
     report: dict[str, Any] = {"model": Path(onnx).name, "sets": {}}
     seconds: list[float] = []
     for name in chosen:
-        items = build_set(name, words_of)[:limit] if limit else build_set(name, words_of)
+        items = build_set(name, words_of)[: limit or None]
         per_delay: dict[str, Any] = {}
         for delay in DELAYS_S:
             scores: dict[str, list[float]] = {"pauses": [], "ends": []}

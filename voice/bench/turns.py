@@ -301,10 +301,10 @@ def run_item(item: TurnItem, settings: Settings, engines: Any) -> dict[str, Any]
     return row
 
 
-def _whisper_model(engines: Any, settings: Settings) -> object:
+def whisper_model(engines: Any | None, settings: Settings) -> object:
     """The loaded faster-whisper model, or the configured one loaded for word timings
-    (an ASR engine that is not Whisper has none to lend)."""
-    model = getattr(engines.asr, "model", None)
+    (no engines, or an ASR engine that is not Whisper, has none to lend)."""
+    model = getattr(getattr(engines, "asr", None), "model", None)
     if model is not None and hasattr(model, "transcribe"):
         return model
     from faster_whisper import WhisperModel
@@ -335,7 +335,7 @@ def bench_turns(
     base, _ = mode_settings(settings, {})
     engines = load_engines(base)
     started = time.perf_counter()
-    words_of = whisper_words(_whisper_model(engines, base))
+    words_of = whisper_words(whisper_model(engines, base))
     root = Path(corpus) if corpus else None
     items = {name: build_set(name, words_of, root)[: limit or None] for name in sets}
     report: dict[str, Any] = {
