@@ -247,6 +247,8 @@ class Conversations:
         return self.store.ttl_s
 
     async def _run(self, call: Any) -> Any:
+        if not self.shared:
+            return call()  # a dict in this process: no thread hop, nothing to wait out
         loop = asyncio.get_running_loop()
         try:
             future = loop.run_in_executor(self._threads, call)
