@@ -208,7 +208,15 @@ class ReplyGuard:
             got: list[str] = []
             pieces = _pieces(chunk)
             for index, piece in enumerate(pieces):
-                got.extend(self._chunk(piece, ends or index < len(pieces) - 1))
+                earlier, now = self._chunk(piece, ends or index < len(pieces) - 1)
+                # Chunks held back from earlier are released as the chunker cut them: a
+                # held first chunk joined to the rest of its sentence made the first
+                # audio wait for the whole sentence's synthesis.
+                if earlier and got:
+                    out.append("".join(got))
+                    got = []
+                out.extend(earlier)
+                got.extend(now)
                 if self.stopped:
                     break
             if got:  # one chunk out per chunk in: its sentences are synthesised together
@@ -217,30 +225,32 @@ class ReplyGuard:
                 break
         return out + self._fallback() if self.stopped else out
 
-    def _chunk(self, chunk: str, ends_sentence: bool) -> list[str]:
+    def _chunk(self, chunk: str, ends_sentence: bool) -> tuple[list[str], list[str]]:
+        """What of ``chunk`` (a piece of the chunker's chunk) may be said now: the chunks
+        held back before it, and the piece itself (each may be empty)."""
         limits = self.limits
         pending = "".join(self._held) + chunk
         if limits.max_chars and self.text.strip() and self._overruns(pending):
             self._stop("length")
-            return []
+            return [], []
         sentence = self._current + chunk
         key = sentence_key(sentence)
         if not ends_sentence:
             self._current = sentence
             if key and key in self._said_prefixes:
                 self._held.append(chunk)  # may be a repeat: decided at its end
-                return []
+                return [], []
             if limits.max_chars and self.sentences:
                 # A later sentence is said whole or not at all: released chunk by chunk,
                 # the length cap cut it mid-clause ("What kind of potion would").
                 # Holding it costs no latency: the sentences before it are playing.
                 self._held.append(chunk)
-                return []
+                return [], []
             return self._release([chunk])  # a run-on sentence: the next chunk may overrun
         if len(key) >= MIN_REPEAT_WORDS and key in self._said:
             if key in self._own or self.text.strip():
                 self._stop("loop" if key in self._own else "repeat")
-                return []
+                return [], []
             # Nothing said yet, and it opens with a recent reply's sentence: skip that
             # sentence, not the whole reply (silence is no answer); the rest may be new.
             self._held.clear()
@@ -248,7 +258,7 @@ class ReplyGuard:
             self.skipped += 1
             if self.skipped > 1:
                 self._stop("repeat")
-            return []
+            return [], []
         self._current = ""
         self.sentences += 1
         if limits.ngram > 0:  # loop checks on: this reply's sentences may not recur
@@ -279,11 +289,10 @@ class ReplyGuard:
             return True
         return length > cap * 3 // 2
 
-    def _release(self, chunks: list[str]) -> list[str]:
-        out = [*self._held, *chunks]
-        self._held.clear()
-        self.text += "".join(out)
-        return out
+    def _release(self, chunks: list[str]) -> tuple[list[str], list[str]]:
+        held, self._held = self._held, []
+        self.text += "".join(held + chunks)
+        return held, chunks
 
     def _remember(self, key: tuple[str, ...]) -> None:
         if len(key) < MIN_REPEAT_WORDS:
