@@ -19,7 +19,7 @@ from conftest import LoudIsSpeech
 
 from voice.conversation.generation import Playback, SpokenChunk
 from voice.conversation.session import ConversationConfig, Session
-from voice.conversation.turns import TurnConfig, judge_turn, same_turn_text
+from voice.conversation.turns import EndOfTurn, TurnConfig, judge_turn, same_turn_text
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig, Listener
 from voice.listen.whisper import Transcription
@@ -460,3 +460,40 @@ def test_a_lone_surrogate_in_typed_text_becomes_a_replacement_character() -> Non
     assert "Hello \ufffd" in texts and "Hi \ufffd" in texts
     for text in texts:
         text.encode("utf-8")
+
+
+def test_the_speakers_own_pace_sets_the_wait_after_finished_looking_words() -> None:
+    """A speaker who pauses 0.9 s inside their turn has not finished after 0.5 s of
+    silence: with turn.use_pace the next pause of theirs is waited out (without it, a
+    reply starts in it and the continuation joins the turn again)."""
+    user = np.concatenate([tone(1.2), gap(0.9), tone(1.2), gap(0.7), tone(1.2)])
+    continued = {}
+    for pace in (False, True):
+        turn = TurnConfig(use_pace=pace, pace_min_pauses=1)
+        result, _ = run([at(user, 0.5)], turn=turn)
+        continued[pace] = len(of(result, "turn_continued"))
+        (final,) = [e for e in of(result, "final") if e["text"]][-1:]
+        assert final["text"].count(".") == 1  # answered as one turn either way
+    assert continued[False] == 2 and continued[True] == 1
+
+
+def test_pace_is_a_percentile_of_the_pauses_seen_and_bounded() -> None:
+    endpoint = EndpointConfig(end_silence_ms=600)
+    end = EndOfTurn(endpoint, TurnConfig(use_pace=True, pace_max_ms=1200), False)
+    end.observe_pause(150)  # too short to be a pause
+    end.observe_pause(400)
+    assert end.pace_ms() is None  # one pause: not yet a pace
+    end.observe_pause(700)
+    end.observe_pause(900)
+    assert end.pace_ms() == 900  # the 75th percentile of 400, 700, 900
+    end.judge(1, "It was clear.", None)
+    assert endpoint.end_silence_ms == 900 and end.silence_used(1) == 900
+    end.judge(2, "It was and", None)
+    assert endpoint.end_silence_ms == TurnConfig().incomplete_silence_ms  # never shorter
+    end.observe_pause(5000)
+    end.observe_pause(5000)
+    assert end.pace_ms() == 1200
+    off = EndOfTurn(EndpointConfig(), TurnConfig(), False)
+    off.observe_pause(900)
+    off.observe_pause(900)
+    assert off.pace_ms() is None

@@ -58,6 +58,7 @@ SPAN_SLACK_MS = 300  # the recognised span's edges may miss this much (VAD onset
 TURN_REPLY_TOKENS = BENCH_REPLY_TOKENS // 2
 TIMELINE_KEYS = ("type", "audio_ms", "reply_id", "utterance_id", "text", "start_ms", "end_ms")
 HESITATION_TARGET_S = 1.5  # the target covers hesitations up to this long
+LONG_TURN_S = 15  # also reported: voice-to-voice after turns of more speech than this
 
 # A mode is a name and "section.key" overrides; adding one is one line. Keys the
 # Settings do not know (yet) are skipped with a warning, so a mode can name a setting
@@ -78,6 +79,7 @@ MODES: dict[str, dict[str, Any]] = {
     "merge": {**TEXT_ONLY, "turn.continue_turns": True},
     "model": {"turn.use_model": True},
     "patient": {"turn.complete_silence_ms": 800},
+    "pace": {"turn.use_pace": True},  # wait out this speaker's own pauses
     "fixed": {"turn.use_text": False, "turn.use_model": False, "vad.end_silence_ms": 600},
 }
 
@@ -243,6 +245,11 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
     with_reply = sum(r["pauses_with_reply_start"] for r in rows)
     talk = [float(t) for r in rows for t in r["talk_over_ms"]]
     v2v = [float(r["voice_to_voice_ms"]) for r in rows if r["voice_to_voice_ms"] is not None]
+    long_v2v = [
+        float(r["voice_to_voice_ms"])
+        for r in rows
+        if r["voice_to_voice_ms"] is not None and r["speech_s"] > LONG_TURN_S
+    ]
     out: dict[str, Any] = {
         "turns": turns,
         "user_speech_min": round(minutes, 2),
@@ -255,6 +262,7 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "whole_turn_rate": _rate(sum(1 for r in rows if r["whole"]), turns),
         "unanswered": sum(1 for r in rows if r["answer_text"] is None),
         "voice_to_voice_ms": {**p50_p95(v2v), "p90": percentile(v2v, 90)},
+        f"voice_to_voice_over_{LONG_TURN_S}s_ms": p50_p95(long_v2v),
     }
     by_pause: dict[str, list[bool]] = {}
     for r in rows:

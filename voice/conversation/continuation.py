@@ -25,6 +25,7 @@ class Candidate:
     utterance_id: int  # the new speech
     continues: int  # the utterance whose reply it cuts short
     played_ms: float  # how much of that reply had played when the speech was detected
+    pause_ms: float  # from the end of the user's speech to this speech's onset
 
 
 class Continuation:
@@ -57,7 +58,14 @@ class Continuation:
         if onset_ms - turn_end_ms > self.window_ms or heard_ms > self.max_heard_ms:
             return
         played = heard_ms if played_ms is None else played_ms
-        self.candidate = Candidate(utterance_id, answered, played)
+        self.candidate = Candidate(utterance_id, answered, played, onset_ms - turn_end_ms)
+
+    def pause_before(self, utterance_id: int) -> float | None:
+        """The pause before ``utterance_id`` if it is the candidate continuation."""
+        candidate = self.candidate
+        if candidate is None or candidate.utterance_id != utterance_id:
+            return None
+        return candidate.pause_ms
 
     def previous_of(self, utterance_id: int, played_ms: float | None) -> int | None:
         """The utterance that ``utterance_id`` continues, now that it has words, or None.

@@ -27,6 +27,7 @@ plainly are not. Two signals, each measured by ``voice bench conversation``:
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass
 
 from voice.listen.agreement import normalize_word
@@ -84,6 +85,14 @@ class TurnConfig:
     continue_turns: bool = True
     continue_window_ms: int = 3000
     continue_max_heard_ms: int = 1000
+    # The speaker's own pace: after finished-looking words, wait at least as long as
+    # pace_percentile of this speaker's pauses inside their speech so far (once
+    # pace_min_pauses were seen; at most pace_max_ms). Off by default: measured in
+    # docs/turn-taking.md (voice bench turns --modes pace).
+    use_pace: bool = False
+    pace_percentile: int = 75
+    pace_min_pauses: int = 2
+    pace_max_ms: int = 1500
 
 
 @dataclass(frozen=True)
@@ -167,6 +176,10 @@ def split_words(text: str) -> list[str]:
     return [w for w in words if any(c.isalnum() for c in w)]
 
 
+PACE_PAUSE_MS = 200  # a silence this long inside the speech is one of the speaker's pauses
+PACE_PAUSES_KEPT = 30  # the speaker's recent pauses that set their pace
+
+
 class EndOfTurn:
     """Sets the listener's end-of-turn silence for the utterance being spoken.
 
@@ -175,6 +188,10 @@ class EndOfTurn:
     the turn may not end before the longest wait: the judgement (one recognition
     pass) normally comes long before, and ending on the default while it is pending
     cuts users off.
+
+    With ``turn.use_pace`` it also keeps the speaker's pauses (``observe_pause``): a
+    speaker who pauses for 900 ms between clauses has not finished after 500 ms of
+    silence, whatever the words look like.
     """
 
     def __init__(self, config: EndpointConfig, turn: TurnConfig, model_available: bool) -> None:
@@ -184,6 +201,7 @@ class EndOfTurn:
         self.base_ms = config.end_silence_ms
         self.model_available = model_available
         self._used: dict[int, int] = {}  # utterance id -> the silence its turn ended on
+        self._pauses: deque[int] = deque(maxlen=PACE_PAUSES_KEPT)
 
     def await_judgement(self) -> None:
         """Speech (re)started: nothing is judged yet."""
@@ -197,8 +215,24 @@ class EndOfTurn:
         judged = judge_turn(text, eot_probability, self.turn, self.base_ms)
         if self.model_available and eot_probability is None and judged.reason != "incomplete":
             return  # the model's opinion is on its way: it may still say "not finished"
-        self.config.end_silence_ms = judged.silence_ms
-        self._used[utterance_id] = judged.silence_ms
+        silence = max(judged.silence_ms, self.pace_ms() or 0)
+        self.config.end_silence_ms = silence
+        self._used[utterance_id] = silence
+
+    def observe_pause(self, silence_ms: int) -> None:
+        """The user went on after ``silence_ms`` of silence inside their speech (a pause
+        the turn did not end on, or one a continuation joined over)."""
+        if silence_ms >= PACE_PAUSE_MS:
+            self._pauses.append(silence_ms)
+
+    def pace_ms(self) -> int | None:
+        """The silence this speaker's own pauses ask for (None: pace off, or too few
+        pauses seen to know it)."""
+        if not self.turn.use_pace or len(self._pauses) < self.turn.pace_min_pauses:
+            return None
+        ordered = sorted(self._pauses)
+        rank = min(len(ordered) - 1, len(ordered) * self.turn.pace_percentile // 100)
+        return min(self.turn.pace_max_ms, ordered[rank])
 
     def silence_used(self, utterance_id: int) -> int:
         """The end-of-turn silence an ended utterance was given (forgets it)."""

@@ -124,6 +124,9 @@ class SessionBase:
         # Speculation: the reply prepared while the user pauses.
         self._spec: Generation | None = None
         self._spec_tries: dict[int, int] = {}
+        # The silence inside the open utterance at the last frame (its id, ms): the
+        # speaker's pauses, for their pace (turn.use_pace).
+        self._silence_seen: tuple[int | None, int] = (None, 0)
         # The reply being said, what of it is queued and played, and its turn's figures.
         self._reply: Generation | None = None
         self._playback = Playback()

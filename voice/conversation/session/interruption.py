@@ -117,12 +117,15 @@ class Interruptions(PlaybackAccounting):
             return False  # a cough, an "uh-huh", or "stop": not more of the turn
         reply = self._reply
         heard = None if reply is None else self._heard_ms()
+        pause = self._continuation.pause_before(uid)
         previous = self._continuation.previous_of(uid, heard)
         if previous is None or reply is None or reply.utterance_id != previous:
             return False
         rejoin = self.listener.rehear if ended else self.listener.join
         if not rejoin(uid, previous):
             return False
+        if pause is not None:  # the turn went on after this pause: one of the user's own
+            self.end_of_turn.observe_pause(round(pause))
         continued = TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
                                   reply_id=reply.gen_id, heard_ms=self._heard_ms())  # fmt: skip
         onset = self.now_ms - self.listener.onset_run_ms

@@ -54,6 +54,7 @@ class Session(TurnTaking):
             frame = np.zeros_like(frame)  # the clock runs on; what the mic hears does not count
         for event in self.listener.feed(frame):
             self._on_listener_event(event)
+        self._watch_pace()
         self._watch_barge_in()
         self._watch_user_resumed()
         self._watch_filler()

@@ -31,6 +31,16 @@ class TurnTaking(Speculation, Interruptions):
         elif isinstance(event, Final):
             self._on_final(event)
 
+    def _watch_pace(self) -> None:
+        """A silence inside the open utterance that the speech went on after is one of
+        the speaker's pauses (the end of turn keeps their pace)."""
+        uid = self.listener.open_utterance
+        silence = self.listener.endpointer.silence_ms if uid is not None else 0
+        seen_uid, seen = self._silence_seen
+        if uid is not None and uid == seen_uid and silence < seen:
+            self.end_of_turn.observe_pause(seen)
+        self._silence_seen = (uid, silence)
+
     def _on_final(self, event: Final) -> None:
         uid = event.utterance_id
         silence = self.end_of_turn.silence_used(uid)
