@@ -87,6 +87,21 @@ def test_a_reply_that_plays_on_over_the_end_answers_a_fragment_and_has_no_voice_
     assert row["voice_to_voice_ms"] is None
 
 
+def test_what_came_after_the_end_of_turn_silence_is_apart_from_the_silence() -> None:
+    """A long turn's reply is late either because the turn was given a long silence
+    (its words looked unfinished) or because compute came after it: both are kept."""
+    metrics = {"user_start_ms": 1000, "user_end_ms": 4000, "end_silence_ms": 500,
+               "voice_to_voice_ms": 740}  # fmt: skip
+    events = [*reply(1, 4500, 4740), ev("turn_metrics", 9000, 1, **metrics)]
+    row = measure_turn(SPEECH, "", events)
+    assert row["end_silence_ms"] == 500 and row["after_endpoint_ms"] == 240
+    long_row = {**row, "speech_s": 20.0, "pause_s": None}
+    summary = summarize_set([long_row, {**row, "speech_s": 2.0, "pause_s": None}])
+    assert summary["reply_after_endpoint_ms"]["n"] == 2
+    assert summary["reply_after_endpoint_over_15s_ms"]["n"] == 1
+    assert summary["voice_to_voice_over_15s_ms"]["p50"] == 740
+
+
 def test_without_a_reference_the_recognised_span_must_cover_the_turn() -> None:
     metrics = {"user_start_ms": 3200, "user_end_ms": 3700}  # 300 ms slack each side
     row = measure_turn(SPEECH, "", [*reply(1, 4500, 4600), ev("turn_metrics", 9000, 1, **metrics)])

@@ -4,6 +4,7 @@ same behaviour through the real models is in tests/component/test_turn_taking.py
 
 from __future__ import annotations
 
+import pytest
 from test_conversation_core import REPLY, after, at, of, run, tone
 
 from voice.conversation.continuation import Continuation
@@ -153,3 +154,22 @@ def test_new_speech_over_a_paused_reply_gets_its_own_wait_for_words() -> None:
     assert barge.on_speech_start(2, now_ms=2500) is None
     assert barge.on_frame(2520, run_ms=40, speaking=True) is None
     assert barge.on_frame(4000, run_ms=40, speaking=True) == "resume"  # 1.5 s of its own
+
+
+def test_a_turn_too_long_to_hear_again_in_one_pass_is_joined_by_its_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past JOIN_MAX_S the earlier utterance is not heard again: its final's words lead
+    the merged turn (while the later utterance is open, and once it has ended)."""
+    monkeypatch.setattr("voice.listen.listener.JOIN_MAX_S", 0.5)
+    for later_s in (0.8, 0.45):  # words while it is open; words first with its final
+        result, session = run([at(tone(1.0), 0.5), after(tone(later_s), "reply_start", 0.1)])
+        assert of(result, "turn_continued"), later_s
+        finals = [e["text"] for e in of(result, "final")]
+        first = finals[0]
+        assert first == "one two three four five."
+        assert finals[-1].startswith(first + " ") and len(finals[-1]) > len(first) + 4
+        assert of(result, "reply_start")[-1]["text"] == finals[-1]
+        assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
+        (metrics,) = [e for e in of(result, "turn_metrics") if e["user_text"] == finals[-1]]
+        assert metrics["user_start_ms"] < 1000  # the turn starts where its first words did

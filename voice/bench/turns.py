@@ -80,6 +80,7 @@ MODES: dict[str, dict[str, Any]] = {
     "model": {"turn.use_model": True},
     "patient": {"turn.complete_silence_ms": 800},
     "pace": {"turn.use_pace": True},  # wait out this speaker's own pauses
+    "merge_1000": {"turn.continue_max_heard_ms": 1000},  # merge over less of a reply
     "fixed": {"turn.use_text": False, "turn.use_model": False, "vad.end_silence_ms": 600},
 }
 
@@ -164,6 +165,13 @@ def _heard_span(reply: _Reply, events: list[dict[str, Any]]) -> Interval | None:
     return None
 
 
+def _metrics_of(reply: _Reply, events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next(
+        (e for e in events if e["type"] == "turn_metrics" and e.get("reply_id") == reply.reply_id),
+        None,
+    )
+
+
 def _holds_all_finals(
     text: str, events: list[dict[str, Any]], turn_start: float, turn_end: float
 ) -> bool:
@@ -212,8 +220,18 @@ def measure_turn(
         "holds_all_finals": None,
         "whole": False,
         "voice_to_voice_ms": None,
+        "end_silence_ms": None,
+        "after_endpoint_ms": None,
     }
     if answer is not None:
+        metrics = _metrics_of(answer, events)
+        if metrics is not None and metrics.get("end_silence_ms") is not None:
+            # The silence the turn was given, and what came after it (the final pass,
+            # the reply's first chunk and its synthesis, where speculation had not).
+            row["end_silence_ms"] = metrics["end_silence_ms"]
+            if metrics.get("voice_to_voice_ms") is not None:
+                after_endpoint = metrics["voice_to_voice_ms"] - metrics["end_silence_ms"]
+                row["after_endpoint_ms"] = round(max(0.0, after_endpoint))
         if reference:
             errors, words = word_errors(reference, answer.text)
             row["wer"] = round(errors / max(1, words), 3)
@@ -245,11 +263,14 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
     with_reply = sum(r["pauses_with_reply_start"] for r in rows)
     talk = [float(t) for r in rows for t in r["talk_over_ms"]]
     v2v = [float(r["voice_to_voice_ms"]) for r in rows if r["voice_to_voice_ms"] is not None]
+    long_rows = [r for r in rows if r["speech_s"] > LONG_TURN_S]
     long_v2v = [
-        float(r["voice_to_voice_ms"])
-        for r in rows
-        if r["voice_to_voice_ms"] is not None and r["speech_s"] > LONG_TURN_S
+        float(r["voice_to_voice_ms"]) for r in long_rows if r["voice_to_voice_ms"] is not None
     ]
+    long_after = [
+        float(r["after_endpoint_ms"]) for r in long_rows if r.get("after_endpoint_ms") is not None
+    ]
+    after = [float(r["after_endpoint_ms"]) for r in rows if r.get("after_endpoint_ms") is not None]
     out: dict[str, Any] = {
         "turns": turns,
         "user_speech_min": round(minutes, 2),
@@ -263,6 +284,9 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "unanswered": sum(1 for r in rows if r["answer_text"] is None),
         "voice_to_voice_ms": {**p50_p95(v2v), "p90": percentile(v2v, 90)},
         f"voice_to_voice_over_{LONG_TURN_S}s_ms": p50_p95(long_v2v),
+        # Past the end-of-turn silence: does the reply come later after a long turn?
+        "reply_after_endpoint_ms": p50_p95(after),
+        f"reply_after_endpoint_over_{LONG_TURN_S}s_ms": p50_p95(long_after),
     }
     by_pause: dict[str, list[bool]] = {}
     for r in rows:

@@ -24,7 +24,9 @@ kept, so a caller that decides an utterance continues the previous one (the
 user went on after a pause that ended their turn too soon) can have the whole
 turn heard again as one (``join`` while the new utterance is open, ``rehear``
 once it has ended). The words after the pause are then recognised in context,
-not as a fragment of their own.
+not as a fragment of their own. A turn too long to hear again in one pass
+(``JOIN_MAX_S``) is joined by its words: the earlier utterance's final leads,
+and is the context of the later one's passes.
 """
 
 from __future__ import annotations
@@ -179,6 +181,7 @@ class _Span:
     onset_sample: int
     last_speech_end: int
     context: str  # its words before ``start_sample`` (trimmed, or joined earlier)
+    text: str  # all its words, as its final said them
 
 
 class Listener:
@@ -500,7 +503,7 @@ class Listener:
         utt.finished = True
         self._utterances.remove(utt)
         self._spans[utt.uid] = _Span(
-            utt.start_sample, utt.onset_sample, utt.last_speech_end, utt.context()
+            utt.start_sample, utt.onset_sample, utt.last_speech_end, utt.context(), " ".join(words)
         )
         while len(self._spans) > RECENT_SPANS:
             del self._spans[min(self._spans)]
@@ -536,12 +539,15 @@ class Listener:
         the whole turn, from ``previous``'s start, pause included, and its final says
         all of it. False (nothing changed) if that audio is no longer at hand."""
         utt = self._current()
-        if utt is None or utt.uid != utterance_id:
+        span = self._spans.get(previous)
+        if utt is None or utt.uid != utterance_id or span is None:
             return False
-        span = self._joinable(previous, utt.end_sample)
-        prefix = None if span is None else self._recent_audio(span.start_sample, utt.start_sample)
-        if span is None or prefix is None:
-            return False
+        whole = self._joinable(previous, utt.end_sample)
+        prefix = None if whole is None else self._recent_audio(span.start_sample, utt.start_sample)
+        if prefix is None:  # too long to hear again in one pass: join the words
+            utt.onset_sample = span.onset_sample
+            self._rehear_from_scratch(utt, f"{span.text} {utt.context()}")
+            return True
         utt.chunks, utt.size = [prefix, utt.audio()], len(prefix) + utt.size
         utt.start_sample, utt.onset_sample = span.start_sample, span.onset_sample
         self._rehear_from_scratch(utt, span.context)
@@ -555,21 +561,24 @@ class Listener:
         if span is None or later is None:
             return False
         end = min(self.sample, later.last_speech_end + self._tail)
-        if self._joinable(previous, end) is None:
-            return False
-        audio = self._recent_audio(span.start_sample, end)
-        if audio is None:
-            return False
+        start, before = span.start_sample, span.context
+        whole = self._joinable(previous, end)
+        audio = None if whole is None else self._recent_audio(start, end)
+        if audio is None:  # too long to hear again in one pass: join the words
+            start, before = later.start_sample, f"{span.text} {later.context}"
+            audio = self._recent_audio(start, end)
+            if audio is None:
+                return False
         utt = _Utterance(
             uid=utterance_id,
-            start_sample=span.start_sample,
+            start_sample=start,
             onset_sample=span.onset_sample,
             agreement=LocalAgreement(self.config.holdback_words),
             last_speech_end=later.last_speech_end,
             ended_at=self.sample,
         )
         utt.append(audio)
-        self._rehear_from_scratch(utt, span.context)
+        self._rehear_from_scratch(utt, before)
         open_now = 1 if self._current() is not None else 0  # the open one stays last
         self._utterances.insert(len(self._utterances) - open_now, utt)
         del self._spans[utterance_id]
@@ -578,8 +587,10 @@ class Listener:
     def _rehear_from_scratch(self, utt: _Utterance, before: str) -> None:
         """Nothing heard of the utterance's buffer counts any more: all of it is read
         again, and a pass still out answers for the old audio, so it is ignored.
-        ``before``: the turn's words whose audio was trimmed away earlier; they stay
-        committed (the final says them) and are the passes' context."""
+        ``before``: the turn's words whose audio is not in the buffer (trimmed away
+        earlier, or a previous utterance too long to hear again with this one: its
+        words are joined as they were heard); they stay committed (the final says
+        them) and are the passes' context."""
         utt.agreement = LocalAgreement(self.config.holdback_words)
         utt.agreement.force_commit(before.split())
         utt.trimmed_words = len(utt.agreement.committed)
