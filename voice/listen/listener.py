@@ -25,8 +25,8 @@ user went on after a pause that ended their turn too soon) can have the whole
 turn heard again as one (``join`` while the new utterance is open, ``rehear``
 once it has ended). The words after the pause are then recognised in context,
 not as a fragment of their own. A turn too long to hear again in one pass
-(``JOIN_MAX_S``) is joined by its words: the earlier utterance's final leads,
-and is the context of the later one's passes.
+(over ``max_window_s``) is joined by its words: the earlier utterance's final
+leads, and is the context of the later one's passes.
 """
 
 from __future__ import annotations
@@ -529,7 +529,11 @@ class Listener:
 
     def _joinable(self, previous: int, end: int) -> _Span | None:
         span = self._spans.get(previous)
-        if span is None or end - span.start_sample > JOIN_MAX_S * SAMPLE_RATE:
+        # Heard again in one pass of at most the window a long turn's passes get: the
+        # final of a turn joined at its end comes after the endpoint, and a 20 s one
+        # cost up to 0.9 s there (voice bench turns); longer turns join by their words.
+        longest = min(JOIN_MAX_S, self.config.max_window_s)
+        if span is None or end - span.start_sample > longest * SAMPLE_RATE:
             return None  # forgotten, or too long to hear again in one pass
         return span
 
