@@ -80,7 +80,7 @@ MODES: dict[str, dict[str, Any]] = {
     "model": {"turn.use_model": True},
     "patient": {"turn.complete_silence_ms": 800},
     "pace": {"turn.use_pace": True},  # wait out this speaker's own pauses
-    "merge_1000": {"turn.continue_max_heard_ms": 1000},  # merge over less of a reply
+    "merge_1500": {"turn.continue_max_heard_ms": 1500},  # merge over more of a reply
     "fixed": {"turn.use_text": False, "turn.use_model": False, "vad.end_silence_ms": 600},
 }
 

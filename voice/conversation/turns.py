@@ -84,10 +84,10 @@ class TurnConfig:
     # at most continue_max_heard_ms, joins the turn, which is heard and answered whole.
     continue_turns: bool = True
     continue_window_ms: int = 3000
-    # A pause of 1.5 s (the longest hesitation to be waited out) after finished-looking
-    # words: the reply starts 0.5 s in and has played 1.0 s when the speaker goes on,
-    # and the VAD hears the onset 0.1-0.2 s late. 1000 ms missed such a reader by 80.
-    continue_max_heard_ms: int = 1500
+    # 1500 would also merge a reader who resumes 1.5 s into a pause after finished-
+    # looking words (1000 missed one by 80 ms), but a "stop" said 1.2 s into a reply
+    # whose first partial read "start." was merged too, and the merged turn answered.
+    continue_max_heard_ms: int = 1000
     # The speaker's own pace: after finished-looking words, wait at least as long as
     # pace_percentile of this speaker's pauses inside their speech so far (once
     # pace_min_pauses were seen; at most pace_max_ms). Off by default: measured in
