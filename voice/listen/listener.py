@@ -541,7 +541,8 @@ class Listener:
         """The open utterance ``utterance_id`` goes on with the finished ``previous``
         (the user paused, the turn ended, they went on): from now on its passes read
         the whole turn, from ``previous``'s start, pause included, and its final says
-        all of it. False (nothing changed) if that audio is no longer at hand."""
+        all of it; a turn too long to hear again in one pass joins ``previous``'s words
+        instead. False (nothing changed) if ``previous`` is forgotten."""
         utt = self._current()
         span = self._spans.get(previous)
         if utt is None or utt.uid != utterance_id or span is None:
