@@ -52,22 +52,18 @@ def load_engines(settings: Settings, warm: bool = True) -> Engines:
 
 
 def build_listener(settings: Settings) -> Listener:
-    """A fresh Listener (per stream); cheap, unlike the engine."""
+    """A fresh Listener (per stream); cheap, unlike the engine. It gets its own copy of
+    the endpoint settings: a session adapts the end-of-turn silence per utterance."""
     vad = settings.vad
     classifier = make_classifier(vad.aggressiveness, vad.silero, vad.onset_threshold)
-    return Listener(classifier, vad, settings.listen)
+    return Listener(classifier, dataclasses.replace(vad), settings.listen)
 
 
 def build_session(settings: Settings, engines: Engines) -> Session:
     """A fresh session (one per conversation) on shared engines; cheap."""
-    vad = settings.vad
-    # The session adapts the end-of-turn silence per utterance: give it its own copy.
-    endpoint = dataclasses.replace(vad)
-    classifier = make_classifier(vad.aggressiveness, vad.silero, vad.onset_threshold)
-    listener = Listener(classifier, endpoint, settings.listen)
     history = History.for_backend(engines.llm, settings.llm)
     return Session(
-        listener,
+        build_listener(settings),
         history,
         config=settings.conversation,
         turn=settings.turn,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import SAMPLE_RATE, float_to_pcm16
+from voice.audio.format import SAMPLE_RATE, to_pcm16
 from voice.audio.resample import resample, to_mono
 from voice.errors import AudioFormatError
 
@@ -72,4 +72,4 @@ def write_wav(path: str | Path, audio: npt.NDArray[np.floating], rate: int = SAM
         wf.setnchannels(channels)
         wf.setsampwidth(2)
         wf.setframerate(rate)
-        wf.writeframes(float_to_pcm16(arr).astype("<i2").tobytes())
+        wf.writeframes(to_pcm16(arr))

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio.format import SAMPLE_RATE, float_to_pcm16
+from voice.audio.format import SAMPLE_RATE, to_pcm16
 from voice.events import Error, Event, Final, ReplyEnded
 
 Float32Array = npt.NDArray[np.float32]
@@ -92,7 +92,7 @@ class TranscriptWriter:
 
     def audio(self, frame: Float32Array) -> None:
         if self._wav is not None:
-            self._wav.writeframes(float_to_pcm16(frame).tobytes())
+            self._wav.writeframes(to_pcm16(frame))
 
     def close(self, reason: str = "closed") -> None:
         self.write({"type": "session_end", "reason": reason})

@@ -527,15 +527,13 @@ class Listener:
         recent = np.concatenate(list(self._recent)) if self._recent else np.zeros(0, np.float32)
         return recent[start - kept_from : end - kept_from]
 
-    def _joinable(self, previous: int, end: int) -> _Span | None:
-        span = self._spans.get(previous)
-        # Heard again in one pass of at most the window a long turn's passes get: the
-        # final of a turn joined at its end comes after the endpoint, and a 20 s one
-        # cost up to 0.9 s there (voice bench turns); longer turns join by their words.
+    def _fits_one_pass(self, span: _Span, end: int) -> bool:
+        """Whether ``span`` through ``end`` may be heard again in one pass: at most the
+        window a long turn's passes get. The final of a turn joined at its end comes
+        after the endpoint, and a 20 s one cost up to 0.9 s there (voice bench turns);
+        longer turns join by their words."""
         longest = min(JOIN_MAX_S, self.config.max_window_s)
-        if span is None or end - span.start_sample > longest * SAMPLE_RATE:
-            return None  # forgotten, or too long to hear again in one pass
-        return span
+        return end - span.start_sample <= longest * SAMPLE_RATE
 
     def join(self, utterance_id: int, previous: int) -> bool:
         """The open utterance ``utterance_id`` goes on with the finished ``previous``
@@ -547,8 +545,8 @@ class Listener:
         span = self._spans.get(previous)
         if utt is None or utt.uid != utterance_id or span is None:
             return False
-        whole = self._joinable(previous, utt.end_sample)
-        prefix = None if whole is None else self._recent_audio(span.start_sample, utt.start_sample)
+        fits = self._fits_one_pass(span, utt.end_sample)
+        prefix = self._recent_audio(span.start_sample, utt.start_sample) if fits else None
         if prefix is None:  # too long to hear again in one pass: join the words
             utt.onset_sample = span.onset_sample
             self._rehear_from_scratch(utt, f"{span.text} {utt.context()}")
@@ -567,8 +565,7 @@ class Listener:
             return False
         end = min(self.sample, later.last_speech_end + self._tail)
         start, before = span.start_sample, span.context
-        whole = self._joinable(previous, end)
-        audio = None if whole is None else self._recent_audio(start, end)
+        audio = self._recent_audio(start, end) if self._fits_one_pass(span, end) else None
         if audio is None:  # too long to hear again in one pass: join the words
             start, before = later.start_sample, f"{span.text} {later.context}"
             audio = self._recent_audio(start, end)

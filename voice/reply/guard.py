@@ -77,9 +77,7 @@ def sentence_key(text: str) -> tuple[str, ...]:
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of a finished text, by the chunker's own sentence rules."""
-    chunker = SentenceChunker(first_chunk_min_chars=10**6, min_chars=1, max_chars=10**6)
-    parts = chunker.push(text) + chunker.flush()
-    return [p.strip() for p in parts if p.strip()]
+    return [p.strip() for p in _pieces(text) if p.strip()]
 
 
 def repeated_ngram(words: Sequence[str], n: int) -> int | None:
@@ -312,6 +310,6 @@ class ReplyGuard:
 
 
 def _pieces(chunk: str) -> list[str]:
-    """A chunk cut at the sentence ends inside it (whitespace kept, so they join back)."""
+    """A text cut at the sentence ends inside it (whitespace kept, so they join back)."""
     splitter = SentenceChunker(first_chunk_min_chars=10**6, min_chars=1, max_chars=10**6)
     return [p for p in splitter.push(chunk) + splitter.flush() if p]
