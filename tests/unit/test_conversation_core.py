@@ -168,7 +168,8 @@ def test_a_mid_sentence_pause_cancels_the_speculation_and_makes_one_turn() -> No
 
 
 def test_barge_in_stops_the_reply_and_history_keeps_what_was_heard() -> None:
-    result, session = run([at(tone(1.0), 0.5), after(tone(1.2), "reply_start", 1.5)])
+    # 2.5 s into the reply: heard too long for the words to be the rest of the turn.
+    result, session = run([at(tone(1.0), 0.5), after(tone(1.2), "reply_start", 2.5)])
     (interrupted,) = of(result, "interrupted")
     heard = interrupted["heard_text"]
     assert heard and REPLY.startswith(heard) and heard != REPLY

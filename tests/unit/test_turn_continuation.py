@@ -33,6 +33,46 @@ def test_too_late_too_much_heard_a_said_reply_or_off_is_no_candidate() -> None:
     assert off.previous_of(7, played_ms=0) is None
 
 
+def test_speech_over_a_reply_heard_a_little_longer_is_decided_on_its_final() -> None:
+    rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000, on_final_max_heard_ms=1500)
+    rule.on_speech_start(7, onset_ms=3500, answered=6, turn_end_ms=2000, heard_ms=1300)
+    assert rule.waits_for_final(7) and not rule.waits_for_final(8)
+    assert rule.previous_of(7, played_ms=1300) == 6
+    rule.on_speech_start(8, onset_ms=3500, answered=6, turn_end_ms=2000, heard_ms=400)
+    assert not rule.waits_for_final(8)  # barely heard: its first words decide
+    for limit, heard in ((1500, 1600), (0, 1300)):  # heard too long; no such joins
+        rule = Continuation(True, window_ms=3000, max_heard_ms=1000, on_final_max_heard_ms=limit)
+        rule.on_speech_start(9, onset_ms=3500, answered=6, turn_end_ms=2000, heard_ms=heard)
+        assert rule.previous_of(9, played_ms=heard) is None, (limit, heard)
+
+
+def test_going_on_after_more_than_a_second_of_reply_joins_the_turn_on_its_final() -> None:
+    """1.3 s of the reply heard: the first words do not cut it (a "stop" can read "start."
+    in its first partial); it stays paused, without resuming over the words, and the
+    final joins them to the turn."""
+    result, session = run([at(tone(1.0), 0.5), after(tone(0.8), "reply_start", 1.3)])
+    (continued,) = of(result, "turn_continued")
+    assert 1000 < continued["heard_ms"] <= 1500
+    (paused,) = of(result, "paused")
+    assert not of(result, "resumed")
+    second_final = of(result, "final")[1]
+    assert [e["audio_ms"] for e in of(result, "interrupted")] == [second_final["audio_ms"]]
+    silent = result.played[int((paused["audio_ms"] + 20) * 16) : int(second_final["audio_ms"] * 16)]
+    assert not silent.any()  # paused until then
+    finals = [e["text"] for e in of(result, "final")]
+    assert finals[-1] == "one two three four five six seven eight nine."
+    assert of(result, "reply_start")[-1]["text"] == finals[-1]
+    assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
+
+
+def test_a_stop_over_a_reply_heard_a_little_longer_stops_it_at_once() -> None:
+    result, _ = run([at(tone(1.0), 0.5), after(tone(0.6, 0.25), "reply_start", 1.3)])
+    assert not of(result, "turn_continued")
+    (interrupted,) = of(result, "interrupted")
+    assert interrupted["audio_ms"] < of(result, "final")[-1]["audio_ms"]  # on its partial
+    assert len(of(result, "reply_start")) == 1
+
+
 def test_words_that_come_after_the_reply_was_heard_out_are_no_continuation() -> None:
     rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000)
     rule.on_speech_start(7, onset_ms=2500, answered=6, turn_end_ms=2000, heard_ms=0)
@@ -154,6 +194,9 @@ def test_new_speech_over_a_paused_reply_gets_its_own_wait_for_words() -> None:
     assert barge.on_speech_start(2, now_ms=2500) is None
     assert barge.on_frame(2520, run_ms=40, speaking=True) is None
     assert barge.on_frame(4000, run_ms=40, speaking=True) == "resume"  # 1.5 s of its own
+    barge.hold()  # words that may continue the turn: their final decides
+    assert barge.on_frame(6000, run_ms=40, speaking=True) is None
+    assert barge.on_final(2, "five six", 0.0) == "interrupt"
 
 
 def test_a_turn_too_long_to_hear_again_in_one_pass_is_joined_by_its_words(

@@ -12,7 +12,9 @@ what it hears and carries out what it answers:
   that utterance (a television goes on; only words stop it now); words that are
   not a backchannel, from a pass Whisper believes heard speech (no-speech
   probability under ``max_no_speech``): ``"interrupt"`` (whenever they come,
-  until the utterance ends); a final without such words: ``"resume"``.
+  until the utterance ends); a final without such words: ``"resume"``;
+- words that may be the rest of the user's turn, to be decided on their final
+  (:meth:`hold`): nothing until the final, neither a resume nor a cut.
 
 It also remembers the onset of the speech that stopped the output and when
 the output stopped, for the turn's ``barge_in_ms``.
@@ -46,6 +48,7 @@ class BargeIn:
         """A new reply (or none): nothing is paused or pending."""
         self.paused_at: float | None = None
         self.candidate: int | None = None  # an utterance over the reply, not yet a turn
+        self.held = False  # the candidate has words; its final decides: no resuming
         self.onset_ms: float | None = None
         self.stopped_ms: float | None = None
 
@@ -65,7 +68,12 @@ class BargeIn:
             blip_over = run_ms == 0 and not speaking
             return "resume" if blip_over and waited >= self.blip_resume_ms else None
         # No words yet: keep talking; words later in this utterance still interrupt.
-        return "resume" if waited >= self.resume_after_ms else None
+        return "resume" if waited >= self.resume_after_ms and not self.held else None
+
+    def hold(self) -> None:
+        """The paused reply waits for the candidate's final (words came that may be the
+        rest of the turn): it neither resumes over them nor is cut before that."""
+        self.held = self.paused
 
     def on_speech_start(self, utterance_id: int, now_ms: float | None = None) -> Decision:
         """Speech began over the reply. Already paused (for an earlier sound): the wait
@@ -93,6 +101,7 @@ class BargeIn:
         if utterance_id != self.candidate:
             return None
         self.candidate = None
+        self.held = False
         return "interrupt" if self.is_turn(text, no_speech_prob) else "resume"
 
     def paused_now(self, now_ms: float, onset_ms: float) -> None:
@@ -102,10 +111,12 @@ class BargeIn:
 
     def resumed(self) -> None:
         self.paused_at = None
+        self.held = False
         self.onset_ms = self.stopped_ms = None  # it was not a barge-in after all
 
     def interrupted_now(self, now_ms: float, onset_ms: float) -> None:
         self.candidate = None
+        self.held = False
         if self.onset_ms is None:
             self.onset_ms = onset_ms
         if self.stopped_ms is None:

@@ -9,6 +9,12 @@ heard, is a *candidate continuation*; once it has words (not a backchannel,
 not a cough), the session joins it to the turn: the reply stops and leaves the
 history, and the listener hears the whole turn again as one.
 
+Over a reply heard a little longer (a reader who goes on 1.1 s into it), the first
+words are not enough: a "stop" said a second into a reply has read "start." in its
+first partial. Such a candidate is decided on its final words (a stop phrase
+stops, other words join), and the reply stays paused until then: the user hears
+silence either way.
+
 Pure decisions over audio time, no I/O: the session reports what it sees and
 asks :meth:`Continuation.previous_of` when words come.
 """
@@ -26,16 +32,21 @@ class Candidate:
     continues: int  # the utterance whose reply it cuts short
     played_ms: float  # how much of that reply had played when the speech was detected
     pause_ms: float  # from the end of the user's speech to this speech's onset
+    on_final: bool = False  # the reply was heard a little longer: its final words decide
 
 
 class Continuation:
-    def __init__(self, enabled: bool, window_ms: int, max_heard_ms: int) -> None:
+    def __init__(
+        self, enabled: bool, window_ms: int, max_heard_ms: int, on_final_max_heard_ms: int = 0
+    ) -> None:
         """``window_ms``: the longest pause, from the end of the user's speech to their
         next onset, after which speech still continues the turn; ``max_heard_ms``: the
-        most of the reply the user may have heard for it still to be merged away."""
+        most of the reply the user may have heard for its first words to merge it away;
+        ``on_final_max_heard_ms``: the most for its final words to (0: none)."""
         self.enabled = enabled
         self.window_ms = window_ms
         self.max_heard_ms = max_heard_ms
+        self.on_final_max_heard_ms = on_final_max_heard_ms
         self.candidate: Candidate | None = None
 
     def on_speech_start(
@@ -55,10 +66,19 @@ class Continuation:
         self.candidate = None
         if not self.enabled or answered is None or answered < 1 or turn_end_ms is None:
             return
-        if onset_ms - turn_end_ms > self.window_ms or heard_ms > self.max_heard_ms:
+        late = heard_ms > self.max_heard_ms
+        if onset_ms - turn_end_ms > self.window_ms or heard_ms > max(
+            self.max_heard_ms, self.on_final_max_heard_ms
+        ):
             return
         played = heard_ms if played_ms is None else played_ms
-        self.candidate = Candidate(utterance_id, answered, played, onset_ms - turn_end_ms)
+        pause = onset_ms - turn_end_ms
+        self.candidate = Candidate(utterance_id, answered, played, pause, on_final=late)
+
+    def waits_for_final(self, utterance_id: int) -> bool:
+        """Whether ``utterance_id`` is a candidate whose final words decide it."""
+        candidate = self.candidate
+        return bool(candidate and candidate.utterance_id == utterance_id and candidate.on_final)
 
     def pause_before(self, utterance_id: int) -> float | None:
         """The pause before ``utterance_id`` if it is the candidate continuation."""

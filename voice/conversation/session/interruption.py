@@ -115,6 +115,8 @@ class Interruptions(PlaybackAccounting):
         audio is gone (then the ordinary barge-in and the unanswered words take it)."""
         if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
             return False  # a cough, an "uh-huh", or "stop": not more of the turn
+        if not ended and self._continuation.waits_for_final(uid):
+            return False  # decided on its final words: see _holds_for_final
         reply = self._reply
         heard = None if reply is None else self._heard_ms()
         pause = self._continuation.pause_before(uid)
@@ -132,6 +134,17 @@ class Interruptions(PlaybackAccounting):
         self._barge_in(onset, remember=False, continued=continued)
         self._spec_tries.pop(uid, None)
         self.end_of_turn.await_judgement()
+        return True
+
+    def _holds_for_final(self, uid: int, text: str, no_speech_prob: float) -> bool:
+        """Words over a paused reply heard a little too long for its first words to join
+        the turn (over ``turn.continue_max_heard_ms``): the reply stays paused and their
+        final decides (:meth:`_continues`, or a barge-in). A stop phrase stops it now."""
+        if not self._continuation.waits_for_final(uid) or not self._barge.paused:
+            return False
+        if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
+            return False
+        self._barge.hold()
         return True
 
     def _cut_reply(self) -> None:

@@ -22,10 +22,16 @@ class Speculation(SessionBase):
 
     def _maybe_speculate(self) -> None:
         uid = self.listener.open_utterance
-        if uid is None or uid == self._barge.candidate or uid in self._ignored:
+        if uid is None or uid in self._ignored:
+            return
+        candidate = uid == self._barge.candidate  # speech over a reply: no second reply
+        if candidate and not self._barge.held:
             return
         words = self.listener.prefetched_final(uid)
         if not words or not split_words(words):
+            return
+        if candidate:  # words that may continue the turn (their final decides): its end
+            self.end_of_turn.judge(uid, self._judged_text(uid, words), None)  # is judged
             return
         if self._is_stop(words):  # nothing to prepare, but the turn should end on time
             self.end_of_turn.judge(uid, words, None)

@@ -26,6 +26,8 @@ class TurnTaking(Speculation, Interruptions):
         elif isinstance(event, Partial):
             if self._continues(event.utterance_id, event.text, event.no_speech_prob):
                 return
+            if self._holds_for_final(event.utterance_id, event.text, event.no_speech_prob):
+                return
             decision = self._barge.on_partial(event.utterance_id, event.text, event.no_speech_prob)
             self._decide(decision)
         elif isinstance(event, Final):
