@@ -4,10 +4,12 @@ same behaviour through the real models is in tests/component/test_turn_taking.py
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from test_conversation_core import REPLY, after, at, of, run, tone
+from test_conversation_core import REPLY, after, at, gap, of, run, tone
 
 from voice.conversation.continuation import Continuation
+from voice.conversation.turns import TurnConfig
 
 
 def test_speech_soon_after_the_turn_over_a_barely_heard_reply_is_a_candidate() -> None:
@@ -46,23 +48,27 @@ def test_speech_over_a_reply_heard_a_little_longer_is_decided_on_its_final() -> 
         assert rule.previous_of(9, played_ms=heard) is None, (limit, heard)
 
 
-def test_going_on_after_more_than_a_second_of_reply_joins_the_turn_on_its_final() -> None:
-    """1.3 s of the reply heard: the first words do not cut it (a "stop" can read "start."
-    in its first partial); it stays paused, without resuming over the words, and the
-    final joins them to the turn."""
-    result, session = run([at(tone(1.0), 0.5), after(tone(0.8), "reply_start", 1.3)])
-    (continued,) = of(result, "turn_continued")
-    assert 1000 < continued["heard_ms"] <= 1500
-    (paused,) = of(result, "paused")
-    assert not of(result, "resumed")
-    second_final = of(result, "final")[1]
-    assert [e["audio_ms"] for e in of(result, "interrupted")] == [second_final["audio_ms"]]
-    silent = result.played[int((paused["audio_ms"] + 20) * 16) : int(second_final["audio_ms"] * 16)]
-    assert not silent.any()  # paused until then
-    finals = [e["text"] for e in of(result, "final")]
-    assert finals[-1] == "one two three four five six seven eight nine."
-    assert of(result, "reply_start")[-1]["text"] == finals[-1]
-    assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
+def test_going_on_after_more_than_a_second_of_reply_joins_the_turn_on_three_words() -> None:
+    """1.3 s of the reply heard: a first word does not cut it (a "stop" can read "start."
+    in its first partial); it stays paused, without resuming over the words, and joins
+    the turn once a partial has three words, or on the final if it never has."""
+    for seconds, on_final in ((0.8, False), (0.45, True)):  # "one two three four,"; "one,"
+        result, session = run([at(tone(1.0), 0.5), after(tone(seconds), "reply_start", 1.3)])
+        (continued,) = of(result, "turn_continued")
+        assert 1000 < continued["heard_ms"] <= 1500
+        (paused,) = of(result, "paused")
+        assert not of(result, "resumed")
+        (cut,) = [e["audio_ms"] for e in of(result, "interrupted")]
+        second_final = of(result, "final")[1]["audio_ms"]
+        assert (cut == second_final) == on_final, seconds
+        if on_final:  # judged while the reply waited: "one two," waits as unfinished
+            end = of(result, "speech_end")[1]
+            assert end["audio_ms"] - end["end_ms"] == TurnConfig().incomplete_silence_ms
+        assert not result.played[int((paused["audio_ms"] + 20) * 16) : int(cut * 16)].any()
+        finals = [e["text"] for e in of(result, "final")]
+        assert finals[-1].startswith("one two three four five six")
+        assert of(result, "reply_start")[-1]["text"] == finals[-1]
+        assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
 
 
 def test_a_stop_over_a_reply_heard_a_little_longer_stops_it_at_once() -> None:
@@ -197,6 +203,46 @@ def test_new_speech_over_a_paused_reply_gets_its_own_wait_for_words() -> None:
     barge.hold()  # words that may continue the turn: their final decides
     assert barge.on_frame(6000, run_ms=40, speaking=True) is None
     assert barge.on_final(2, "five six", 0.0) == "interrupt"
+
+
+def test_wordless_speech_that_may_continue_the_turn_is_not_talked_over() -> None:
+    """Speech soon after the turn, over a reply barely heard (patient): with no words after
+    1.5 s the reply resumes only in a gap of it, and its next run pauses the reply again.
+    Other speech (a television) resumes it on the timer, for the rest of that speech."""
+    from voice.conversation.bargein import PATIENT_GAP_MS, BargeIn
+
+    barge = BargeIn(80, 1500, 300, lambda text: bool(text))
+    assert barge.on_speech_start(1, now_ms=1000, patient=True) == "pause"
+    barge.paused_now(1000, 980)
+    assert barge.on_frame(2600, run_ms=400, speaking=True) is None  # still speaking
+    assert barge.on_frame(2600 + PATIENT_GAP_MS - 20, run_ms=0, speaking=True) is None
+    assert barge.on_frame(2600 + PATIENT_GAP_MS, run_ms=0, speaking=True) == "resume"
+    barge.resumed()
+    assert barge.on_frame(3200, run_ms=80, speaking=True) == "pause"  # they went on
+    television = BargeIn(80, 1500, 300, lambda text: bool(text))
+    assert television.on_speech_start(1, now_ms=1000) == "pause"
+    television.paused_now(1000, 980)
+    assert television.on_frame(2600, run_ms=400, speaking=True) == "resume"
+    television.resumed()
+    assert television.on_frame(2620, run_ms=420, speaking=True) is None
+
+
+def test_a_mumbled_continuation_pauses_the_reply_while_it_is_spoken() -> None:
+    """Speech just after the turn in which the recogniser finds no words (a quiet mumble,
+    3.5 s with a 0.5 s gap): the reply plays in the gap, not over the speech."""
+    mumble = np.concatenate([tone(2.0, 0.04), gap(0.5), tone(1.5, 0.04)])
+    result, _ = run([at(tone(1.0), 0.5), after(mumble, "reply_start", 0.1)])
+    start = of(result, "reply_start")[0]["audio_ms"] + 100
+    first, second = (start, start + 2000), (start + 2500, start + 4000)
+    for lo, hi in (first, second):  # the hair trigger's 80 ms, and a frame or two
+        assert not result.played[int((lo + 160) * 16) : int(hi * 16)].any(), (lo, hi)
+    assert result.played[int(first[1] * 16) : int(second[0] * 16)].any()  # in the gap
+    # Without merging (so no such patience), the timer resumes it over the speech.
+    result, _ = run(
+        [at(tone(1.0), 0.5), after(mumble, "reply_start", 0.1)],
+        turn=TurnConfig(continue_turns=False),
+    )
+    assert result.played[int((start + 1700) * 16) : int((start + 2000) * 16)].any()
 
 
 def test_a_turn_too_long_to_hear_again_in_one_pass_is_joined_by_its_words(

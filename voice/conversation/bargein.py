@@ -14,7 +14,12 @@ what it hears and carries out what it answers:
   probability under ``max_no_speech``): ``"interrupt"`` (whenever they come,
   until the utterance ends); a final without such words: ``"resume"``;
 - words that may be the rest of the user's turn, to be decided on their final
-  (:meth:`hold`): nothing until the final, neither a resume nor a cut.
+  (:meth:`hold`): nothing until the final, neither a resume nor a cut;
+- speech that may be the rest of the user's turn (it began soon after the turn,
+  over a reply barely heard: ``patient``) and has no words yet: the resume waits
+  for a gap in it (``PATIENT_GAP_MS``), and the speech pauses the reply again
+  when it goes on. Whisper finds no words in some voices for seconds (a cold, a
+  mumble), and resuming on the timer alone talked over them for 2.6 s.
 
 It also remembers the onset of the speech that stopped the output and when
 the output stopped, for the turn's ``barge_in_ms``.
@@ -24,6 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Literal
+
+PATIENT_GAP_MS = 300  # patient speech: resume only once it has paused this long
 
 Decision = Literal["pause", "resume", "interrupt"] | None
 
@@ -49,6 +56,8 @@ class BargeIn:
         self.paused_at: float | None = None
         self.candidate: int | None = None  # an utterance over the reply, not yet a turn
         self.held = False  # the candidate has words; its final decides: no resuming
+        self.patient = False  # the candidate may be the rest of the user's turn
+        self.voiced_at: float | None = None  # the hair trigger's last voiced frame
         self.onset_ms: float | None = None
         self.stopped_ms: float | None = None
 
@@ -58,28 +67,40 @@ class BargeIn:
 
     def on_frame(self, now_ms: float, run_ms: int, speaking: bool) -> Decision:
         """Every frame while a reply is live (``run_ms``: the hair trigger's run)."""
+        if run_ms > 0:
+            self.voiced_at = now_ms
         if self.paused_at is None:
             # A candidate that is not paused was resumed (no words in time): the same
             # sound must not pause the reply again on the next frame; words still can.
-            fresh = self.candidate is None
+            # Patient speech resumed in a gap of its own: its next run pauses it again.
+            fresh = self.candidate is None or self.patient
             return "pause" if fresh and run_ms >= self.pause_ms else None
         waited = now_ms - self.paused_at
         if self.candidate is None:
             blip_over = run_ms == 0 and not speaking
             return "resume" if blip_over and waited >= self.blip_resume_ms else None
+        if self.held or waited < self.resume_after_ms:
+            return None
+        voiced_at = self.voiced_at
+        if self.patient and voiced_at is not None and now_ms - voiced_at < PATIENT_GAP_MS:
+            return None  # not over the user: in a gap of their speech
         # No words yet: keep talking; words later in this utterance still interrupt.
-        return "resume" if waited >= self.resume_after_ms and not self.held else None
+        return "resume"
 
     def hold(self) -> None:
         """The paused reply waits for the candidate's final (words came that may be the
         rest of the turn): it neither resumes over them nor is cut before that."""
         self.held = self.paused
 
-    def on_speech_start(self, utterance_id: int, now_ms: float | None = None) -> Decision:
+    def on_speech_start(
+        self, utterance_id: int, now_ms: float | None = None, patient: bool = False
+    ) -> Decision:
         """Speech began over the reply. Already paused (for an earlier sound): the wait
         for words starts again from now, for this speech. Counted from the first pause,
-        a second utterance 1.5 s later resumed the reply at once, over the user."""
+        a second utterance 1.5 s later resumed the reply at once, over the user.
+        ``patient``: it may be the rest of the user's turn (see the module's docstring)."""
         self.candidate = utterance_id
+        self.patient = patient
         if self.paused:
             if now_ms is not None:
                 self.paused_at = now_ms
@@ -101,7 +122,7 @@ class BargeIn:
         if utterance_id != self.candidate:
             return None
         self.candidate = None
-        self.held = False
+        self.held = self.patient = False
         return "interrupt" if self.is_turn(text, no_speech_prob) else "resume"
 
     def paused_now(self, now_ms: float, onset_ms: float) -> None:
@@ -116,7 +137,7 @@ class BargeIn:
 
     def interrupted_now(self, now_ms: float, onset_ms: float) -> None:
         self.candidate = None
-        self.held = False
+        self.held = self.patient = False
         if self.onset_ms is None:
             self.onset_ms = onset_ms
         if self.stopped_ms is None:

@@ -75,10 +75,15 @@ class Continuation:
         pause = onset_ms - turn_end_ms
         self.candidate = Candidate(utterance_id, answered, played, pause, on_final=late)
 
+    def may_continue(self, utterance_id: int) -> bool:
+        """Whether ``utterance_id`` is the candidate continuation (words not heard yet)."""
+        candidate = self.candidate
+        return candidate is not None and candidate.utterance_id == utterance_id
+
     def waits_for_final(self, utterance_id: int) -> bool:
         """Whether ``utterance_id`` is a candidate whose final words decide it."""
         candidate = self.candidate
-        return bool(candidate and candidate.utterance_id == utterance_id and candidate.on_final)
+        return self.may_continue(utterance_id) and bool(candidate and candidate.on_final)
 
     def pause_before(self, utterance_id: int) -> float | None:
         """The pause before ``utterance_id`` if it is the candidate continuation."""

@@ -14,7 +14,12 @@ from __future__ import annotations
 from voice.conversation.actions import Clear, Pause, Resume
 from voice.conversation.bargein import Decision
 from voice.conversation.session.playback import PlaybackAccounting
+from voice.conversation.turns import split_words
 from voice.events import Interrupted, Paused, Resumed, SpeechStart, TurnContinued
+
+# Words over a reply heard for over turn.continue_max_heard_ms join the turn on a partial
+# only from this many: the stop phrases have at most two.
+JOIN_WORDS = 3
 
 
 class Interruptions(PlaybackAccounting):
@@ -43,7 +48,9 @@ class Interruptions(PlaybackAccounting):
         self._continuation.on_speech_start(
             event.utterance_id, event.start_ms, reply.utterance_id, turn_end, heard, played
         )
-        self._decide(self._barge.on_speech_start(event.utterance_id, self.now_ms), event.start_ms)
+        patient = self._continuation.may_continue(event.utterance_id)
+        decision = self._barge.on_speech_start(event.utterance_id, self.now_ms, patient)
+        self._decide(decision, event.start_ms)
 
     def _watch_barge_in(self) -> None:
         if self._reply is not None and self.config.barge_in:
@@ -115,7 +122,7 @@ class Interruptions(PlaybackAccounting):
         audio is gone (then the ordinary barge-in and the unanswered words take it)."""
         if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
             return False  # a cough, an "uh-huh", or "stop": not more of the turn
-        if not ended and self._continuation.waits_for_final(uid):
+        if not ended and self._continuation.waits_for_final(uid) and not self._many_words(text):
             return False  # decided on its final words: see _holds_for_final
         reply = self._reply
         heard = None if reply is None else self._heard_ms()
@@ -136,10 +143,17 @@ class Interruptions(PlaybackAccounting):
         self.end_of_turn.await_judgement()
         return True
 
+    @staticmethod
+    def _many_words(text: str) -> bool:
+        """More words than a stop phrase has, even misheard ("start." for "stop")."""
+        return len(split_words(text)) >= JOIN_WORDS
+
     def _holds_for_final(self, uid: int, text: str, no_speech_prob: float) -> bool:
         """Words over a paused reply heard a little too long for its first words to join
-        the turn (over ``turn.continue_max_heard_ms``): the reply stays paused and their
-        final decides (:meth:`_continues`, or a barge-in). A stop phrase stops it now."""
+        the turn (over ``turn.continue_max_heard_ms``): the reply stays paused and the
+        final decides (:meth:`_continues`, or a barge-in), unless a partial has
+        ``JOIN_WORDS`` words first (joined then, so the whole turn is heard again while
+        the user speaks, not after). A stop phrase stops it now."""
         if not self._continuation.waits_for_final(uid) or not self._barge.paused:
             return False
         if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):

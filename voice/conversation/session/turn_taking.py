@@ -142,4 +142,5 @@ class TurnTaking(Speculation, Interruptions):
                 self._continuation.on_speech_start(
                     speaking, onset, gen.utterance_id, final.end_ms, heard_ms=0.0
                 )
-            self._decide(self._barge.on_speech_start(speaking, self.now_ms))
+            patient = self._continuation.may_continue(speaking)
+            self._decide(self._barge.on_speech_start(speaking, self.now_ms, patient))
