@@ -207,9 +207,10 @@ def test_new_speech_over_a_paused_reply_gets_its_own_wait_for_words() -> None:
 
 def test_wordless_speech_that_may_continue_the_turn_is_not_talked_over() -> None:
     """Speech soon after the turn, over a reply barely heard (patient): with no words after
-    1.5 s the reply resumes only in a gap of it, and its next run pauses the reply again.
-    Other speech (a television) resumes it on the timer, for the rest of that speech."""
-    from voice.conversation.bargein import PATIENT_GAP_MS, BargeIn
+    1.5 s the reply resumes only in a gap of it (or after 3 s of one run: not speech), and
+    its next run pauses the reply again. Other speech (a television) resumes it on the
+    timer, for the rest of that speech."""
+    from voice.conversation.bargein import PATIENT_GAP_MS, PATIENT_RUN_MAX_MS, BargeIn
 
     barge = BargeIn(80, 1500, 300, lambda text: bool(text))
     assert barge.on_speech_start(1, now_ms=1000, patient=True) == "pause"
@@ -218,7 +219,17 @@ def test_wordless_speech_that_may_continue_the_turn_is_not_talked_over() -> None
     assert barge.on_frame(2600 + PATIENT_GAP_MS - 20, run_ms=0, speaking=True) is None
     assert barge.on_frame(2600 + PATIENT_GAP_MS, run_ms=0, speaking=True) == "resume"
     barge.resumed()
+    assert barge.on_frame(3000, run_ms=0, speaking=True) is None  # still in their gap
     assert barge.on_frame(3200, run_ms=80, speaking=True) == "pause"  # they went on
+    # One run with no gap for 3 s is not speech (music): resumed over, not paused by.
+    music = BargeIn(80, 1500, 300, lambda text: bool(text))
+    assert music.on_speech_start(1, now_ms=1000, patient=True) == "pause"
+    music.paused_now(1000, 980)
+    assert music.on_frame(2600, run_ms=1700, speaking=True) is None
+    resumed = music.on_frame(1000 + PATIENT_RUN_MAX_MS, run_ms=PATIENT_RUN_MAX_MS, speaking=True)
+    assert resumed == "resume"
+    music.resumed()
+    assert music.on_frame(4100, run_ms=3200, speaking=True) is None
     television = BargeIn(80, 1500, 300, lambda text: bool(text))
     assert television.on_speech_start(1, now_ms=1000) == "pause"
     television.paused_now(1000, 980)

@@ -18,8 +18,11 @@ what it hears and carries out what it answers:
 - speech that may be the rest of the user's turn (it began soon after the turn,
   over a reply barely heard: ``patient``) and has no words yet: the resume waits
   for a gap in it (``PATIENT_GAP_MS``), and the speech pauses the reply again
-  when it goes on. Whisper finds no words in some voices for seconds (a cold, a
-  mumble), and resuming on the timer alone talked over them for 2.6 s.
+  when it goes on after such a gap. Whisper finds no words in some voices for
+  seconds (a cold, a mumble), and resuming on the timer alone talked over them
+  for 2.6 s. A run with no such gap for ``PATIENT_RUN_MAX_MS`` is not speech
+  (music that began just after the turn): the reply resumes over it, as for any
+  sound without words.
 
 It also remembers the onset of the speech that stopped the output and when
 the output stopped, for the turn's ``barge_in_ms``.
@@ -31,6 +34,7 @@ from collections.abc import Callable
 from typing import Literal
 
 PATIENT_GAP_MS = 300  # patient speech: resume only once it has paused this long
+PATIENT_RUN_MAX_MS = 3000  # ... unless it runs on this long without one: not speech
 
 Decision = Literal["pause", "resume", "interrupt"] | None
 
@@ -57,6 +61,7 @@ class BargeIn:
         self.candidate: int | None = None  # an utterance over the reply, not yet a turn
         self.held = False  # the candidate has words; its final decides: no resuming
         self.patient = False  # the candidate may be the rest of the user's turn
+        self.rearmed = False  # patient speech paused since the reply resumed: it pauses it
         self.voiced_at: float | None = None  # the hair trigger's last voiced frame
         self.onset_ms: float | None = None
         self.stopped_ms: float | None = None
@@ -69,11 +74,14 @@ class BargeIn:
         """Every frame while a reply is live (``run_ms``: the hair trigger's run)."""
         if run_ms > 0:
             self.voiced_at = now_ms
+        quiet_ms = now_ms - self.voiced_at if self.voiced_at is not None else now_ms
         if self.paused_at is None:
             # A candidate that is not paused was resumed (no words in time): the same
             # sound must not pause the reply again on the next frame; words still can.
-            # Patient speech resumed in a gap of its own: its next run pauses it again.
-            fresh = self.candidate is None or self.patient
+            # Patient speech that paused since: its next run pauses it again.
+            if self.patient and quiet_ms >= PATIENT_GAP_MS:
+                self.rearmed = True
+            fresh = self.candidate is None or self.rearmed
             return "pause" if fresh and run_ms >= self.pause_ms else None
         waited = now_ms - self.paused_at
         if self.candidate is None:
@@ -81,8 +89,7 @@ class BargeIn:
             return "resume" if blip_over and waited >= self.blip_resume_ms else None
         if self.held or waited < self.resume_after_ms:
             return None
-        voiced_at = self.voiced_at
-        if self.patient and voiced_at is not None and now_ms - voiced_at < PATIENT_GAP_MS:
+        if self.patient and quiet_ms < PATIENT_GAP_MS and run_ms < PATIENT_RUN_MAX_MS:
             return None  # not over the user: in a gap of their speech
         # No words yet: keep talking; words later in this utterance still interrupt.
         return "resume"
@@ -101,6 +108,7 @@ class BargeIn:
         ``patient``: it may be the rest of the user's turn (see the module's docstring)."""
         self.candidate = utterance_id
         self.patient = patient
+        self.rearmed = False
         if self.paused:
             if now_ms is not None:
                 self.paused_at = now_ms
@@ -122,7 +130,7 @@ class BargeIn:
         if utterance_id != self.candidate:
             return None
         self.candidate = None
-        self.held = self.patient = False
+        self.held = self.patient = self.rearmed = False
         return "interrupt" if self.is_turn(text, no_speech_prob) else "resume"
 
     def paused_now(self, now_ms: float, onset_ms: float) -> None:
@@ -132,12 +140,12 @@ class BargeIn:
 
     def resumed(self) -> None:
         self.paused_at = None
-        self.held = False
+        self.held = self.rearmed = False
         self.onset_ms = self.stopped_ms = None  # it was not a barge-in after all
 
     def interrupted_now(self, now_ms: float, onset_ms: float) -> None:
         self.candidate = None
-        self.held = self.patient = False
+        self.held = self.patient = self.rearmed = False
         if self.onset_ms is None:
             self.onset_ms = onset_ms
         if self.stopped_ms is None:
