@@ -36,14 +36,14 @@ def test_too_late_too_much_heard_a_said_reply_or_off_is_no_candidate() -> None:
 
 
 def test_speech_over_a_reply_heard_a_little_longer_is_decided_on_its_final() -> None:
-    rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000, on_final_max_heard_ms=1500)
+    rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000, late_max_heard_ms=1500)
     rule.on_speech_start(7, onset_ms=3500, answered=6, turn_end_ms=2000, heard_ms=1300)
-    assert rule.waits_for_final(7) and not rule.waits_for_final(8)
+    assert rule.is_late(7) and not rule.is_late(8)
     assert rule.previous_of(7, played_ms=1300) == 6
     rule.on_speech_start(8, onset_ms=3500, answered=6, turn_end_ms=2000, heard_ms=400)
-    assert not rule.waits_for_final(8)  # barely heard: its first words decide
+    assert not rule.is_late(8)  # barely heard: its first words decide
     for limit, heard in ((1500, 1600), (0, 1300)):  # heard too long; no such joins
-        rule = Continuation(True, window_ms=3000, max_heard_ms=1000, on_final_max_heard_ms=limit)
+        rule = Continuation(True, window_ms=3000, max_heard_ms=1000, late_max_heard_ms=limit)
         rule.on_speech_start(9, onset_ms=3500, answered=6, turn_end_ms=2000, heard_ms=heard)
         assert rule.previous_of(9, played_ms=heard) is None, (limit, heard)
 
@@ -139,8 +139,6 @@ def test_going_on_after_a_reply_heard_out_is_a_new_turn() -> None:
 
 
 def test_merging_can_be_turned_off() -> None:
-    from voice.conversation.turns import TurnConfig
-
     result, _ = run(
         [at(tone(1.0), 0.5), after(tone(0.8), "reply_start", 0.1)],
         turn=TurnConfig(continue_turns=False),

@@ -81,8 +81,8 @@ MODES: dict[str, dict[str, Any]] = {
     "patient": {"turn.complete_silence_ms": 800},
     "pace": {"turn.use_pace": True},  # wait out this speaker's own pauses
     "merge_1500": {"turn.continue_max_heard_ms": 1500},  # merge over more of a reply
-    # No joins decided on the final words (over continue_max_heard_ms of reply).
-    "first_words_only": {"turn.continue_on_final_max_heard_ms": 0},
+    # No late joins (on three words or the final, over continue_max_heard_ms of reply).
+    "first_words_only": {"turn.continue_late_max_heard_ms": 0},
     "fixed": {"turn.use_text": False, "turn.use_model": False, "vad.end_silence_ms": 600},
 }
 

@@ -13,8 +13,8 @@ what it hears and carries out what it answers:
   not a backchannel, from a pass Whisper believes heard speech (no-speech
   probability under ``max_no_speech``): ``"interrupt"`` (whenever they come,
   until the utterance ends); a final without such words: ``"resume"``;
-- words that may be the rest of the user's turn, to be decided on their final
-  (:meth:`hold`): nothing until the final, neither a resume nor a cut;
+- words that may be the rest of the user's turn, to be decided by more of them
+  (:meth:`hold`): nothing until the session decides, neither a resume nor a cut;
 - speech that may be the rest of the user's turn (it began soon after the turn,
   over a reply barely heard: ``patient``) and has no words yet: the resume waits
   for a gap in it (``PATIENT_GAP_MS``), and the speech pauses the reply again
@@ -95,8 +95,8 @@ class BargeIn:
         return "resume"
 
     def hold(self) -> None:
-        """The paused reply waits for the candidate's final (words came that may be the
-        rest of the turn): it neither resumes over them nor is cut before that."""
+        """The paused reply waits for more of the candidate's words (words came that may
+        be the rest of the turn): it neither resumes over them nor is cut before that."""
         self.held = self.paused
 
     def on_speech_start(

@@ -11,9 +11,9 @@ history, and the listener hears the whole turn again as one.
 
 Over a reply heard a little longer (a reader who goes on 1.1 s into it), the first
 words are not enough: a "stop" said a second into a reply has read "start." in its
-first partial. Such a candidate is decided on its final words (a stop phrase
-stops, other words join), and the reply stays paused until then: the user hears
-silence either way.
+first partial. Such a *late* candidate joins once a partial has three words, or on
+its final (a stop phrase stops), and the reply stays paused until then: the user
+hears silence either way.
 
 Pure decisions over audio time, no I/O: the session reports what it sees and
 asks :meth:`Continuation.previous_of` when words come.
@@ -32,21 +32,21 @@ class Candidate:
     continues: int  # the utterance whose reply it cuts short
     played_ms: float  # how much of that reply had played when the speech was detected
     pause_ms: float  # from the end of the user's speech to this speech's onset
-    on_final: bool = False  # the reply was heard a little longer: its final words decide
+    late: bool = False  # the reply was heard a little longer: more words decide
 
 
 class Continuation:
     def __init__(
-        self, enabled: bool, window_ms: int, max_heard_ms: int, on_final_max_heard_ms: int = 0
+        self, enabled: bool, window_ms: int, max_heard_ms: int, late_max_heard_ms: int = 0
     ) -> None:
         """``window_ms``: the longest pause, from the end of the user's speech to their
         next onset, after which speech still continues the turn; ``max_heard_ms``: the
         most of the reply the user may have heard for its first words to merge it away;
-        ``on_final_max_heard_ms``: the most for its final words to (0: none)."""
+        ``late_max_heard_ms``: the most for more words to (0: none)."""
         self.enabled = enabled
         self.window_ms = window_ms
         self.max_heard_ms = max_heard_ms
-        self.on_final_max_heard_ms = on_final_max_heard_ms
+        self.late_max_heard_ms = late_max_heard_ms
         self.candidate: Candidate | None = None
 
     def on_speech_start(
@@ -68,22 +68,22 @@ class Continuation:
             return
         late = heard_ms > self.max_heard_ms
         if onset_ms - turn_end_ms > self.window_ms or heard_ms > max(
-            self.max_heard_ms, self.on_final_max_heard_ms
+            self.max_heard_ms, self.late_max_heard_ms
         ):
             return
         played = heard_ms if played_ms is None else played_ms
         pause = onset_ms - turn_end_ms
-        self.candidate = Candidate(utterance_id, answered, played, pause, on_final=late)
+        self.candidate = Candidate(utterance_id, answered, played, pause, late=late)
 
     def may_continue(self, utterance_id: int) -> bool:
         """Whether ``utterance_id`` is the candidate continuation (words not heard yet)."""
         candidate = self.candidate
         return candidate is not None and candidate.utterance_id == utterance_id
 
-    def waits_for_final(self, utterance_id: int) -> bool:
-        """Whether ``utterance_id`` is a candidate whose final words decide it."""
+    def is_late(self, utterance_id: int) -> bool:
+        """Whether ``utterance_id`` is a late candidate: more words decide it."""
         candidate = self.candidate
-        return self.may_continue(utterance_id) and bool(candidate and candidate.on_final)
+        return self.may_continue(utterance_id) and bool(candidate and candidate.late)
 
     def pause_before(self, utterance_id: int) -> float | None:
         """The pause before ``utterance_id`` if it is the candidate continuation."""

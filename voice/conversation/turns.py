@@ -87,10 +87,10 @@ class TurnConfig:
     # Merged on its first words. At 1500, a "stop" said 1.2 s into a reply, whose first
     # partial read "start.", was merged too, and the merged turn answered.
     continue_max_heard_ms: int = 1000
-    # Over that and up to this, speech is joined on its final words instead (a stop
-    # phrase stops): a reader who went on 1.08 s into a reply was answered as a fragment
-    # at 1000. The reply stays paused until the final. 0: no such joins.
-    continue_on_final_max_heard_ms: int = 1500
+    # Over that and up to this, it joins once a partial has three words, or on its final
+    # (a stop phrase stops): a reader who went on 1.08 s into a reply was answered as a
+    # fragment at 1000. The reply stays paused until then. 0: no such joins.
+    continue_late_max_heard_ms: int = 1500
     # The speaker's own pace: after finished-looking words, wait at least as long as
     # pace_percentile of this speaker's pauses inside their speech so far (once
     # pace_min_pauses were seen; at most pace_max_ms). Off by default: measured in

@@ -143,7 +143,7 @@ class SessionBase:
             self.turn.continue_turns,
             self.turn.continue_window_ms,
             self.turn.continue_max_heard_ms,
-            self.turn.continue_on_final_max_heard_ms,
+            self.turn.continue_late_max_heard_ms,
         )
         self._ignored: set[int] = set()  # half-duplex: speech over a reply
         # Engine work: generations to close, pre-fill, the phrases rendered ahead.

@@ -122,8 +122,8 @@ class Interruptions(PlaybackAccounting):
         audio is gone (then the ordinary barge-in and the unanswered words take it)."""
         if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
             return False  # a cough, an "uh-huh", or "stop": not more of the turn
-        if not ended and self._continuation.waits_for_final(uid) and not self._many_words(text):
-            return False  # decided on its final words: see _holds_for_final
+        if not ended and self._continuation.is_late(uid) and not self._many_words(text):
+            return False  # late: more words decide, see _holds_for_final
         reply = self._reply
         heard = None if reply is None else self._heard_ms()
         pause = self._continuation.pause_before(uid)
@@ -154,7 +154,7 @@ class Interruptions(PlaybackAccounting):
         final decides (:meth:`_continues`, or a barge-in), unless a partial has
         ``JOIN_WORDS`` words first (joined then, so the whole turn is heard again while
         the user speaks, not after). A stop phrase stops it now."""
-        if not self._continuation.waits_for_final(uid) or not self._barge.paused:
+        if not self._continuation.is_late(uid) or not self._barge.paused:
             return False
         if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
             return False

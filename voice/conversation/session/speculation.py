@@ -30,8 +30,8 @@ class Speculation(SessionBase):
         words = self.listener.prefetched_final(uid)
         if not words or not split_words(words):
             return
-        if candidate:  # words that may continue the turn (their final decides): its end
-            self.end_of_turn.judge(uid, self._judged_text(uid, words), None)  # is judged
+        if candidate:  # words that may continue the turn: nothing to prepare; judge its end
+            self.end_of_turn.judge(uid, self._judged_text(uid, words), None)
             return
         if self._is_stop(words):  # nothing to prepare, but the turn should end on time
             self.end_of_turn.judge(uid, words, None)
