@@ -5,6 +5,9 @@ const PROTOCOL = 1;
 const RATE = 16000; // what we ask the server for; the worklets convert from and to the device rate
 const FRAME_MS = 20;
 const MAX_RETRY_S = 10;
+// Microphone frames kept until the connection is ready: under the 1 s the server admits
+// ahead of real time (limits.burst_s), or the rest would be dropped there.
+const EARLY_MAX_FRAMES = 800 / FRAME_MS;
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -37,6 +40,7 @@ const S = {
   latencies: [], // voice-to-voice in ms, measured here
   serverMetrics: [], // turn_metrics events: the server's own view of each turn
   micT0: null,
+  early: [], // microphone frames from before the connection was ready: the last 0.8 s
   framesSent: 0,
   micPeak: 0,
   playedSamples: 0,
@@ -153,7 +157,7 @@ function stop() {
   if (S.stream) S.stream.getTracks().forEach((t) => t.stop());
   if (S.capture) S.capture.port.postMessage("stop");
   if (S.ctx) S.ctx.close();
-  Object.assign(S, { ws: null, stream: null, ctx: null, capture: null, playback: null, state: "idle", partial: "" });
+  Object.assign(S, { ws: null, stream: null, ctx: null, capture: null, playback: null, state: "idle", partial: "", early: [] });
   S.dirty = true;
 }
 
@@ -294,7 +298,18 @@ function onAudio(buffer) {
 function onMicFrame({ pcm, rms, t }) {
   S.micPeak = Math.max(S.micPeak, rms);
   const ws = S.ws;
-  if (!S.ready || !ws || ws.readyState !== WebSocket.OPEN) return;
+  if (!S.ready || !ws || ws.readyState !== WebSocket.OPEN) {
+    // Said before the connection is ready (Start pressed, then straight into speech):
+    // the microphone runs first, and dropping these lost a first "I am glad".
+    S.early.push({ pcm, t });
+    if (S.early.length > EARLY_MAX_FRAMES) S.early.shift();
+    return;
+  }
+  for (const frame of S.early.splice(0)) sendFrame(ws, frame.pcm, frame.t);
+  sendFrame(ws, pcm, t);
+}
+
+function sendFrame(ws, pcm, t) {
   if (S.micT0 === null) S.micT0 = t + 128 / S.ctx.sampleRate - FRAME_MS / 1000;
   ws.send(pcm);
   S.framesSent++;

@@ -93,6 +93,10 @@ async def wait_until(page: Any, check: Any, timeout_s: float, what: str) -> dict
     raise AssertionError(f"no {what} within {timeout_s} s; page state: {seen}")
 
 
+def words(text: str) -> str:
+    return " ".join("".join(c for c in w.lower() if c.isalnum()) for w in text.split())
+
+
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
@@ -137,6 +141,47 @@ def test_a_full_turn_in_the_browser(
     assert "voice-to-voice" in latency and latency.endswith(" ms")
     assert 0 < seen["latencies"][0] < 10000
     assert (ARTIFACTS / "web-turn.png").stat().st_size > 1000
+
+
+def test_words_said_before_the_connection_is_ready_are_heard(
+    voice_server: VoiceServer, tmp_path: Path, playwright_ready: None
+) -> None:
+    """Start pressed, then straight into speech: the microphone runs before the socket
+    is ready (here 0.5 s late), and the page keeps what it hears until then (it dropped
+    it, and a slow start lost "Lord, but I'm" of "Lord, but I'm glad to see you again,
+    Phil.")."""
+    from playwright.async_api import async_playwright
+
+    mic = mic_file(tmp_path, "early", [("cmu_arctic_axb_a0004", 0.05)])
+
+    def slow_start(socket: Any) -> None:
+        """The server's messages ("ready" first) reach the page 0.5 s late."""
+        server = socket.connect_to_server()
+        held: list[Any] = []
+
+        def release() -> None:
+            for message in held:
+                socket.send(message)
+            held.clear()
+            released.append(True)
+
+        released: list[bool] = []
+        server.on_message(lambda m: socket.send(m) if released else held.append(m))
+        asyncio.get_running_loop().call_later(0.5, release)
+
+    async def main() -> dict[str, Any]:
+        async with async_playwright() as pw:
+            browser, page = await open_page(pw, mic, voice_server.url, press=False)
+            await page.route_web_socket(lambda url: True, slow_start)
+            await page.click("#toggle")
+            seen = await wait_until(page, lambda s: len(s["turns"]) >= 2, 60, "a reply")
+            await browser.close()
+            return seen
+
+    seen = run(main())
+    user = seen["turns"][0]
+    heard = words(user["text"])  # its first word, said 50 ms into the microphone's file
+    assert user["role"] == "user" and heard.startswith("lord") and "glad to see you" in heard
 
 
 def test_speaking_over_the_reply_stops_it_in_the_page(

@@ -35,7 +35,7 @@ def test_too_late_too_much_heard_a_said_reply_or_off_is_no_candidate() -> None:
     assert off.previous_of(7, played_ms=0) is None
 
 
-def test_speech_over_a_reply_heard_a_little_longer_is_decided_on_its_final() -> None:
+def test_speech_over_a_reply_heard_a_little_longer_is_a_late_candidate() -> None:
     rule = Continuation(enabled=True, window_ms=3000, max_heard_ms=1000, late_max_heard_ms=1500)
     rule.on_speech_start(7, onset_ms=3500, answered=6, turn_end_ms=2000, heard_ms=1300)
     assert rule.is_late(7) and not rule.is_late(8)
@@ -52,7 +52,7 @@ def test_going_on_after_more_than_a_second_of_reply_joins_the_turn_on_three_word
     """1.3 s of the reply heard: a first word does not cut it (a "stop" can read "start."
     in its first partial); it stays paused, without resuming over the words, and joins
     the turn once a partial has three words, or on the final if it never has."""
-    for seconds, on_final in ((0.8, False), (0.45, True)):  # "one two three four,"; "one,"
+    for seconds, on_final in ((0.8, False), (0.45, True)):  # "one two three four,"; "one two,"
         result, session = run([at(tone(1.0), 0.5), after(tone(seconds), "reply_start", 1.3)])
         (continued,) = of(result, "turn_continued")
         assert 1000 < continued["heard_ms"] <= 1500
@@ -198,7 +198,7 @@ def test_new_speech_over_a_paused_reply_gets_its_own_wait_for_words() -> None:
     assert barge.on_speech_start(2, now_ms=2500) is None
     assert barge.on_frame(2520, run_ms=40, speaking=True) is None
     assert barge.on_frame(4000, run_ms=40, speaking=True) == "resume"  # 1.5 s of its own
-    barge.hold()  # words that may continue the turn: their final decides
+    barge.hold()  # words that may continue the turn: more of them decide
     assert barge.on_frame(6000, run_ms=40, speaking=True) is None
     assert barge.on_final(2, "five six", 0.0) == "interrupt"
 
