@@ -540,14 +540,15 @@ class Listener:
         (the user paused, the turn ended, they went on): from now on its passes read
         the whole turn, from ``previous``'s start, pause included, and its final says
         all of it; a turn too long to hear again in one pass joins ``previous``'s words
-        instead. False (nothing changed) if ``previous`` is forgotten."""
+        instead (also when its audio is no longer at hand). False (nothing changed) if
+        ``previous`` is forgotten."""
         utt = self._current()
         span = self._spans.get(previous)
         if utt is None or utt.uid != utterance_id or span is None:
             return False
         fits = self._fits_one_pass(span, utt.end_sample)
         prefix = self._recent_audio(span.start_sample, utt.start_sample) if fits else None
-        if prefix is None:  # too long to hear again in one pass: join the words
+        if prefix is None:  # too long to hear again in one pass, or its audio is gone
             utt.onset_sample = span.onset_sample
             self._rehear_from_scratch(utt, f"{span.text} {utt.context()}")
             return True

@@ -120,8 +120,8 @@ class Interruptions(PlaybackAccounting):
         the two: the reply stops and leaves no trace in the history, and the listener
         hears the whole turn again (its final answers it). False if not, or if that
         audio is gone (then the ordinary barge-in and the unanswered words take it)."""
-        if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
-            return False  # a cough, an "uh-huh", or "stop": not more of the turn
+        if not self._could_be_more_of_turn(text, no_speech_prob):
+            return False
         if not ended and self._continuation.is_late(uid) and not self._many_words(text):
             return False  # late: more words decide, see _holds_for_final
         reply = self._reply
@@ -154,12 +154,15 @@ class Interruptions(PlaybackAccounting):
         final decides (:meth:`_continues`, or a barge-in), unless a partial has
         ``JOIN_WORDS`` words first (joined then, so the whole turn is heard again while
         the user speaks, not after). A stop phrase stops it now."""
-        if not self._continuation.is_late(uid) or not self._barge.paused:
-            return False
-        if not self._barge.is_turn(text, no_speech_prob) or self._is_stop(text):
+        late = self._continuation.is_late(uid) and self._barge.paused
+        if not late or not self._could_be_more_of_turn(text, no_speech_prob):
             return False
         self._barge.hold()
         return True
+
+    def _could_be_more_of_turn(self, text: str, no_speech_prob: float) -> bool:
+        """Words, not a cough, an "uh-huh" or a stop phrase."""
+        return self._barge.is_turn(text, no_speech_prob) and not self._is_stop(text)
 
     def _cut_reply(self) -> None:
         """Stop the reply now, not for speech over it (the application's stop, one voice
