@@ -246,6 +246,27 @@ def test_a_sure_end_of_turn_shortens_the_wait() -> None:
     assert results[0.9] + 80 <= results[0.0001] < 1000
 
 
+def test_words_no_model_will_judge_are_judged_alone() -> None:
+    """With the model's opinion on, a turn whose words get no opinion (no reply was
+    prepared for them, or asking failed) ends on its words' silence, not the longest."""
+
+    class FailingEot(FakeLlm):
+        def end_of_turn_probability(self, messages, user_text) -> float:  # type: ignore[no-untyped-def]
+            raise RuntimeError("the model is gone")
+
+    with_model = TurnConfig(use_model=True)
+    waits = {}
+    for name, llm, config in (
+        ("no reply prepared", FakeLlmWithEot(0.0001), ConversationConfig(speculation_retries=0)),
+        ("asking failed", FailingEot(), ConversationConfig()),
+    ):
+        result, _ = run([at(tone(1.0), 0.5)], llm=llm, config=config, turn=with_model)
+        (end,) = of(result, "speech_end")
+        waits[name] = end["audio_ms"] - end["end_ms"]
+    longest = max(with_model.incomplete_silence_ms, with_model.filler_silence_ms)
+    assert all(wait < longest - 1000 for wait in waits.values()), waits
+
+
 def test_stale_generation_is_closed_when_the_speculation_is_cancelled() -> None:
     llm = FakeLlm()
     user = np.concatenate([tone(0.8), gap(0.45), tone(0.8)])

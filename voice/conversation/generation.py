@@ -39,8 +39,9 @@ class Generation:
     speculative: bool
     chunker: SentenceChunker
     started_ms: float
-    eot_pending: bool = False
+    eot_pending: bool = False  # the model's end-of-turn probability is yet to be asked for
     eot_probability: float | None = None
+    eot_failed: bool = False  # it was asked for and will not come
     text_parts: list[str] = field(default_factory=list)
     pending_chunks: deque[str] = field(default_factory=deque)
     next_seq: int = 0

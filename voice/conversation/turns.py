@@ -216,11 +216,23 @@ class EndOfTurn:
         wait = max(longest, self.base_ms) if adaptive else self.base_ms
         self.config.end_silence_ms = wait
 
-    def judge(self, utterance_id: int, text: str, eot_probability: float | None) -> None:
-        """The words of the pause (and the model's opinion, once it has one)."""
+    def judge(
+        self,
+        utterance_id: int,
+        text: str,
+        eot_probability: float | None,
+        model_coming: bool = False,
+    ) -> None:
+        """The words of the pause, and the model's opinion once it has one.
+
+        ``model_coming``: the model's opinion of these words is on its way and may
+        still say "not finished", so only "incomplete" is taken before it. Where none
+        will come (no reply was prepared for the words, or asking failed), the words
+        are judged alone: waiting for it would hold the turn to the longest silence.
+        """
         judged = judge_turn(text, eot_probability, self.turn, self.base_ms)
-        if self.model_available and eot_probability is None and judged.reason != "incomplete":
-            return  # the model's opinion is on its way: it may still say "not finished"
+        if model_coming and eot_probability is None and judged.reason != "incomplete":
+            return
         silence = max(judged.silence_ms, self.pace_ms() or 0)
         self.config.end_silence_ms = silence
         self._used[utterance_id] = silence

@@ -64,7 +64,8 @@ class Speculation(SessionBase):
         uid = gen.utterance_id
         if self.listener.open_utterance == uid:
             text = self._judged_text(uid, gen.user_text)
-            self.end_of_turn.judge(uid, text, gen.eot_probability)
+            coming = self.eot_available and gen.eot_probability is None and not gen.eot_failed
+            self.end_of_turn.judge(uid, text, gen.eot_probability, model_coming=coming)
 
     def _judged_text(self, uid: int, text: str) -> str:
         """What the end of the turn is judged on: the words the user actually said before

@@ -232,6 +232,7 @@ class Session(TurnTaking):
             if isinstance(job, EotJob):
                 gen = self._gen(job.gen_id)
                 if gen is not None:
+                    gen.eot_failed = True
                     self._judge(gen)  # judged on the words alone
             return
         code = error.code if isinstance(error, VoiceError) else f"{engine}_failed"
