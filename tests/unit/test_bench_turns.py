@@ -66,6 +66,23 @@ def test_a_reply_played_inside_the_pause_is_a_cut_in_and_its_talk_over_runs_to_t
     assert row["voice_to_voice_ms"] == 700
 
 
+def test_a_hesitation_counts_the_cut_ins_at_its_spliced_pause_apart_from_the_readers_own() -> None:
+    speech = [(1000.0, 2000.0), (2500.0, 3000.0), (4000.0, 5000.0)]  # own pause, then spliced
+    at_own = [*reply(1, 2100, 2150), ev("interrupted", 2600, 1), *reply(2, 5500, 5600)]
+    at_spliced = [*reply(1, 3500, 3550), ev("interrupted", 4100, 1), *reply(2, 5500, 5600)]
+    rows = {
+        name: measure_turn(speech, "", events, spliced_at_ms=2990.0)
+        for name, events in (("own", at_own), ("spliced", at_spliced))
+    }
+    assert rows["own"]["cut_ins"] == rows["spliced"]["cut_ins"] == 1
+    assert rows["own"]["cut_in_at_spliced_pause"] is False
+    assert rows["spliced"]["cut_in_at_spliced_pause"] is True
+    assert measure_turn(speech, "", at_spliced)["cut_in_at_spliced_pause"] is None  # no splice
+    summary = summarize_set([{**rows[n], "pause_s": 1.0} for n in ("own", "spliced")])
+    assert summary["cut_in_rate_up_to_1.5s"] == 1.0
+    assert summary["cut_in_at_spliced_pause_rate_up_to_1.5s"] == 0.5
+
+
 def test_a_reply_started_in_the_pause_but_cancelled_before_audio_is_no_cut_in() -> None:
     events = [
         ev("reply_start", 2700, 1, text="hello", utterance_id=1, speculative=True),
@@ -210,6 +227,8 @@ def test_a_spliced_pause_is_a_gap_in_the_ground_truth(tmp_path: Path) -> None:
     assert item.reference == clip.text
     longest = max(b - a for a, b in item.pauses)
     assert 0.55 <= longest <= 0.7  # the spliced pause and the words' own gap around it
+    (spliced,) = [p for p in item.pauses if p[1] - p[0] == longest]
+    assert item.pause_at_s is not None and spliced[0] - 0.1 <= item.pause_at_s < spliced[1]
     assert abs(item.speech[0][0] - (0.5 + 0.3)) < 0.05  # the lead of room tone
 
 

@@ -7,6 +7,9 @@ item's ground truth (where the user's own speech really is). Per turn:
 
 - cut-in: a reply's first audio played while the user still had speech to come in
   the turn (after its first speech, before the end of its last);
+- on a hesitation item, whether a cut-in's reply started in the spliced pause itself
+  (the hesitation target's figure; a reader's own pause after a whole sentence may be
+  taken, as issue 21 says, if the reply then yields and the turn is joined);
 - mid-turn pauses (silences of ``MIN_PAUSE_S`` or more inside the turn) on which a
   reply *started*: a ``reply_start`` event inside the pause. The start, not the first
   audio, is the decision that the turn is over; a reply cancelled before it was heard
@@ -190,10 +193,16 @@ def _holds_all_finals(
 
 
 def measure_turn(
-    speech_ms: list[Interval], reference: str, events: list[dict[str, Any]]
+    speech_ms: list[Interval],
+    reference: str,
+    events: list[dict[str, Any]],
+    spliced_at_ms: float | None = None,
 ) -> dict[str, Any]:
     """One turn's figures (see the module docstring); ``speech_ms``: the user's speech
-    in the session's audio time, gaps of at least ``MIN_PAUSE_S`` between intervals."""
+    in the session's audio time, gaps of at least ``MIN_PAUSE_S`` between intervals;
+    ``spliced_at_ms``: where a hesitation item's spliced pause starts (its cut-ins there
+    are the ones its target counts: a reader's own pause after a whole sentence may be
+    taken, the issue says, if the reply then yields and the turn is joined)."""
     turn_start, turn_end = speech_ms[0][0], speech_ms[-1][1]
     replies = _replies(events)
     spans = play_spans(events)
@@ -206,12 +215,14 @@ def measure_turn(
     after = [r for r in replies if r.start_ms >= turn_end]
     kept = [r for r in replies if r.start_ms < turn_end and not r.interrupted]
     answer = after[0] if after else (kept[-1] if kept else None)
+    spliced = _pause_at(pauses, spliced_at_ms)
     row: dict[str, Any] = {
         "speech_s": round(sum(b - a for a, b in speech_ms) / 1000, 2),
         "replies": len(replies),
         "cut_ins": len(cut_ins),
         "cut_in_at_s": [round(((r.first_audio_ms or 0) - turn_start) / 1000, 2) for r in cut_ins],
         "cut_in_texts": [r.text for r in cut_ins],
+        "cut_in_at_spliced_pause": None,
         "mid_turn_pauses": len(pauses),
         "pauses_with_reply_start": len(answered),
         "talk_over_ms": [round(t) for t in talk_over],
@@ -225,6 +236,8 @@ def measure_turn(
         "end_silence_ms": None,
         "after_endpoint_ms": None,
     }
+    if spliced is not None:
+        row["cut_in_at_spliced_pause"] = any(spliced[0] <= r.start_ms < spliced[1] for r in cut_ins)
     if answer is not None:
         metrics = _metrics_of(answer, events)
         if metrics is not None and metrics.get("end_silence_ms") is not None:
@@ -253,6 +266,15 @@ def measure_turn(
     if first and not any(lo < turn_end < hi for lo, hi in live):
         row["voice_to_voice_ms"] = round(min(first) - turn_end)
     return row
+
+
+def _pause_at(pauses: list[Interval], at_ms: float | None) -> Interval | None:
+    """The mid-turn pause that holds ``at_ms`` (the splice point lies between the words,
+    at most a little before the speech's audible end)."""
+    if at_ms is None:
+        return None
+    near = [p for p in pauses if p[0] - SPAN_SLACK_MS <= at_ms <= p[1]]
+    return near[0] if near else None
 
 
 def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -304,6 +326,16 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if r.get("pause_s") is not None and r["pause_s"] <= HESITATION_TARGET_S
         ]
         out[f"cut_in_rate_up_to_{HESITATION_TARGET_S}s"] = _rate(sum(upto), len(upto))
+        at_pause = [
+            bool(r.get("cut_in_at_spliced_pause"))
+            for r in rows
+            if r.get("cut_in_at_spliced_pause") is not None
+            and r["pause_s"] <= HESITATION_TARGET_S
+        ]
+        if at_pause:  # the target's figure: cut-ins at the hesitation itself
+            out[f"cut_in_at_spliced_pause_rate_up_to_{HESITATION_TARGET_S}s"] = _rate(
+                sum(at_pause), len(at_pause)
+            )
     return out
 
 
@@ -321,7 +353,8 @@ def run_item(item: TurnItem, settings: Settings, engines: Any) -> dict[str, Any]
     begin_ms = (turn.start_sample or 0) * 1000 / SAMPLE_RATE
     speech_ms = [(begin_ms + a * 1000, begin_ms + b * 1000) for a, b in item.speech]
     row: dict[str, Any] = {"name": item.name, "note": item.note, "pause_s": item.pause_s}
-    row.update(measure_turn(speech_ms, item.reference, result.events))
+    spliced_ms = None if item.pause_at_s is None else begin_ms + item.pause_at_s * 1000
+    row.update(measure_turn(speech_ms, item.reference, result.events, spliced_ms))
     row["finals"] = [e["text"] for e in result.events if e["type"] == "final"]
     row["errors"] = [e.get("code") for e in result.events if e["type"] == "error"]
     row["wall_s"] = round(time.perf_counter() - started, 1)

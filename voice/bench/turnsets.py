@@ -75,6 +75,7 @@ class TurnItem:
     reference: str = ""  # normalised words of the turn; "" where there is no transcript
     pause_s: float | None = None  # the spliced pause (hesitation, pairs)
     note: str = ""  # where the pause is, which speaker, ...
+    pause_at_s: float | None = None  # where a hesitation's spliced pause starts in ``audio``
 
     @property
     def pauses(self) -> list[Interval]:
@@ -225,18 +226,22 @@ def build_hesitations(
         note = f"...{before} [{pause:.1f} s] {words[i + 1][0].strip()}..."
         name = f"hesitation-{clip.name}-{pause:.1f}s"
         items.append(
-            _read_item("hesitation", name, splice(audio, at, pause), audio, clip.text, pause, note)
+            _read_item(
+                "hesitation", name, splice(audio, at, pause), audio, clip.text, pause, note, at
+            )
         )
     return items
 
 
 def _read_item(
     kind: str, name: str, speech: Float32Array, tone_from: Float32Array, reference: str,
-    pause_s: float, note: str,
+    pause_s: float, note: str, pause_at_s: float | None = None,
 ) -> TurnItem:  # fmt: skip
-    """A hesitation or pair item: room tone around it, its audible frames as the truth."""
-    audio, _ = _with_tone(speech, tone_from)
-    return TurnItem(name, kind, audio, _speech_of(audio), reference, pause_s, note)
+    """A hesitation or pair item: room tone around it, its audible frames as the truth
+    (``pause_at_s``: where the spliced pause starts in ``speech``)."""
+    audio, lead = _with_tone(speech, tone_from)
+    at = None if pause_at_s is None else pause_at_s + lead
+    return TurnItem(name, kind, audio, _speech_of(audio), reference, pause_s, note, at)
 
 
 # -- (b) pairs -----------------------------------------------------------------------
