@@ -333,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
             "conversation",
             "turns",
             "prosody",
+            "eot",
             "serve",
             "scale",
             "desk",

@@ -1,5 +1,5 @@
 """Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
-turns, prosody, serve, scale, desk, disconnect, soak, hostile, fuzz.
+turns, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -76,6 +76,14 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         report = bench_prosody(settings, args.onnx, sets=_names(args.sets), limit=args.limit)
         if not args.json:
             print(format_table(report))
+            return 0
+    elif args.what == "eot":
+        from voice.bench.eot import bench_eot
+        from voice.bench.eot import format_table as eot_table
+
+        report = bench_eot(settings, sets=_names(args.sets), limit=args.limit)
+        if not args.json:
+            print(eot_table(report))
             return 0
     elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation
