@@ -90,6 +90,22 @@ def test_words_that_come_after_the_reply_was_heard_out_are_no_continuation() -> 
     assert rule.previous_of(9, played_ms=0) is None
 
 
+def test_a_reply_that_resumed_before_the_words_counts_all_it_played() -> None:
+    """Speech with no words yet over a reply not heard at all; the reply resumed in a
+    gap of it and played on. Its words then join as a late candidate's would, up to
+    the late limit of reply heard in all."""
+    for played, late, joins in ((600, False, True), (1200, True, True), (1600, True, False)):
+        rule = Continuation(True, window_ms=3000, max_heard_ms=1000, late_max_heard_ms=1500)
+        rule.on_speech_start(7, onset_ms=2500, answered=6, turn_end_ms=2000, heard_ms=0)
+        assert not rule.is_late(7)  # nothing heard by its onset
+        assert rule.is_late(7, played_ms=played) == late, played
+        assert (rule.previous_of(7, played_ms=played) == 6) == joins, played
+    rule = Continuation(True, window_ms=3000, max_heard_ms=1000, late_max_heard_ms=1500)
+    rule.on_speech_start(7, onset_ms=3300, answered=6, turn_end_ms=2000, heard_ms=900,
+                         played_ms=1100)  # fmt: skip
+    assert not rule.is_late(7, played_ms=1150)  # detected a syllable late: 950 ms heard
+
+
 def test_going_on_after_an_early_reply_merges_the_turn_and_answers_it_whole() -> None:
     # "one .. five." (a finished-looking turn), a reply starts, and the user goes on.
     result, session = run([at(tone(1.0), 0.5), after(tone(0.8), "reply_start", 0.1)])
@@ -252,6 +268,20 @@ def test_a_mumbled_continuation_pauses_the_reply_while_it_is_spoken() -> None:
         turn=TurnConfig(continue_turns=False),
     )
     assert result.played[int((start + 1700) * 16) : int((start + 2000) * 16)].any()
+
+
+def test_words_after_a_mumble_the_reply_resumed_in_join_the_turn() -> None:
+    """A mumble with no words just after the turn, a gap in which the reply resumes and
+    plays ~0.7 s, then words: the reply was heard under a second in all, so the words
+    are the rest of the turn (the "cold" monologue: Whisper read nothing for 4 s)."""
+    rest = np.concatenate([tone(2.0, 0.04), gap(0.8), tone(1.2)])
+    result, session = run([at(tone(1.0), 0.5), after(rest, "reply_start", 0.1)])
+    assert of(result, "resumed")  # it did play in the gap
+    (continued,) = of(result, "turn_continued")
+    assert 500 < continued["heard_ms"] <= 1000
+    finals = [e["text"] for e in of(result, "final")]
+    assert of(result, "reply_start")[-1]["text"] == finals[-1]
+    assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
 
 
 def test_a_turn_too_long_to_hear_again_in_one_pass_is_joined_by_its_words(

@@ -13,7 +13,9 @@ Over a reply heard a little longer (a reader who goes on 1.1 s into it), the fir
 words are not enough: a "stop" said a second into a reply has read "start." in its
 first partial. Such a *late* candidate joins once a partial has three words, or on
 its final (a stop phrase stops), and the reply stays paused until then: the user
-hears silence either way.
+hears silence either way. What counts is all the reply played before the words: a
+reply that resumed in a gap of the user's words-less speech (a mumble Whisper reads
+nothing in) was heard then too, and past a second in all, more words decide.
 
 Pure decisions over audio time, no I/O: the session reports what it sees and
 asks :meth:`Continuation.previous_of` when words come.
@@ -23,8 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PLAYED_ON_MS = 500  # the reply played on this much more before the words: it was heard
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -33,6 +33,13 @@ class Candidate:
     played_ms: float  # how much of that reply had played when the speech was detected
     pause_ms: float  # from the end of the user's speech to this speech's onset
     late: bool = False  # the reply was heard a little longer: more words decide
+    heard_ms: float = 0.0  # how much of it had played by the speech's onset
+
+    def heard_by(self, played_ms: float) -> float:
+        """How much of the reply the user has heard once ``played_ms`` of it played: what
+        had played by the onset, and whatever played since the speech was detected (it
+        resumed in a gap of words-less speech, or before its words came)."""
+        return self.heard_ms + max(0.0, played_ms - self.played_ms)
 
 
 class Continuation:
@@ -73,17 +80,23 @@ class Continuation:
             return
         played = heard_ms if played_ms is None else played_ms
         pause = onset_ms - turn_end_ms
-        self.candidate = Candidate(utterance_id, answered, played, pause, late=late)
+        self.candidate = Candidate(utterance_id, answered, played, pause, late, heard_ms)
 
     def may_continue(self, utterance_id: int) -> bool:
         """Whether ``utterance_id`` is the candidate continuation (words not heard yet)."""
         candidate = self.candidate
         return candidate is not None and candidate.utterance_id == utterance_id
 
-    def is_late(self, utterance_id: int) -> bool:
-        """Whether ``utterance_id`` is a late candidate: more words decide it."""
+    def is_late(self, utterance_id: int, played_ms: float | None = None) -> bool:
+        """Whether ``utterance_id`` is a late candidate: more words decide it. With
+        ``played_ms`` (how much of the reply has played by now), also one whose reply
+        has since played on past ``max_heard_ms`` in all."""
         candidate = self.candidate
-        return self.may_continue(utterance_id) and bool(candidate and candidate.late)
+        if candidate is None or candidate.utterance_id != utterance_id:
+            return False
+        return candidate.late or (
+            played_ms is not None and candidate.heard_by(played_ms) > self.max_heard_ms
+        )
 
     def pause_before(self, utterance_id: int) -> float | None:
         """The pause before ``utterance_id`` if it is the candidate continuation."""
@@ -95,14 +108,16 @@ class Continuation:
     def previous_of(self, utterance_id: int, played_ms: float | None) -> int | None:
         """The utterance that ``utterance_id`` continues, now that it has words, or None.
         ``played_ms``: how much of the reply has played by now (None: the reply is over,
-        heard whole, so there is nothing to merge away; more than ``PLAYED_ON_MS`` past
-        what had played when the speech was detected: it resumed and was heard). Asked
-        once: the candidate goes."""
+        heard whole, so there is nothing to merge away). A reply that resumed before the
+        words came (in a gap of speech with no words yet) was heard for that long too:
+        in all, it may have been heard for the most a late candidate may. Asked once:
+        the candidate goes."""
         candidate = self.candidate
         if candidate is None or candidate.utterance_id != utterance_id:
             return None
         self.candidate = None
-        if played_ms is None or played_ms - candidate.played_ms > PLAYED_ON_MS:
+        most = max(self.max_heard_ms, self.late_max_heard_ms)
+        if played_ms is None or candidate.heard_by(played_ms) > most:
             return None
         return candidate.continues
 

@@ -122,10 +122,10 @@ class Interruptions(PlaybackAccounting):
         audio is gone (then the ordinary barge-in and the unanswered words take it)."""
         if not self._could_be_more_of_turn(text, no_speech_prob):
             return False
-        if not ended and self._continuation.is_late(uid) and not self._many_words(text):
-            return False  # late: more words decide, see _holds_for_final
         reply = self._reply
         heard = None if reply is None else self._heard_ms()
+        if not ended and self._continuation.is_late(uid, heard) and not self._many_words(text):
+            return False  # late: more words decide, see _holds_for_final
         pause = self._continuation.pause_before(uid)
         previous = self._continuation.previous_of(uid, heard)
         if previous is None or reply is None or reply.utterance_id != previous:
@@ -154,7 +154,8 @@ class Interruptions(PlaybackAccounting):
         final decides (:meth:`_continues`, or a barge-in), unless a partial has
         ``JOIN_WORDS`` words first (joined then, so the whole turn is heard again while
         the user speaks, not after). A stop phrase stops it now."""
-        late = self._continuation.is_late(uid) and self._barge.paused
+        heard = None if self._reply is None else self._heard_ms()
+        late = self._continuation.is_late(uid, heard) and self._barge.paused
         if not late or not self._could_be_more_of_turn(text, no_speech_prob):
             return False
         self._barge.hold()
