@@ -71,7 +71,7 @@ def test_a_hesitation_counts_the_cut_ins_at_its_spliced_pause_apart_from_the_rea
     at_own = [*reply(1, 2100, 2150), ev("interrupted", 2600, 1), *reply(2, 5500, 5600)]
     at_spliced = [*reply(1, 3500, 3550), ev("interrupted", 4100, 1), *reply(2, 5500, 5600)]
     rows = {
-        name: measure_turn(speech, "", events, spliced_at_ms=2990.0)
+        name: measure_turn(speech, "", events, spliced_ms=(3000.0, 4000.0))
         for name, events in (("own", at_own), ("spliced", at_spliced))
     }
     assert rows["own"]["cut_ins"] == rows["spliced"]["cut_ins"] == 1

@@ -298,7 +298,8 @@ def test_a_killed_writer_leaves_whole_lines_and_a_reopened_one_goes_on_cleanly(
     whole record with no gap in the sequence, and a writer reopening the file starts on
     a line of its own, wherever the kill landed (this never depends on the timing)."""
     path = tmp_path / "t.jsonl"
-    _kill_mid_stream(f"""
+    _kill_mid_stream(
+        f"""
         from pathlib import Path
         from voice.conversation.transcript import TranscriptWriter
         w = TranscriptWriter(Path({str(tmp_path)!r}), "k", path=Path({str(path)!r}))
@@ -307,7 +308,9 @@ def test_a_killed_writer_leaves_whole_lines_and_a_reopened_one_goes_on_cleanly(
         while True:
             w.write({{"type": "user", "text": "word " * (i % 900), "i": i}})
             i += 1
-    """, after_s=0.3)
+    """,
+        after_s=0.3,
+    )
     raw = path.read_bytes()
     lines = raw.split(b"\n")
     whole, last = lines[:-1], lines[-1]  # ``last`` is b"" unless the last line was torn
@@ -358,7 +361,8 @@ def test_a_killed_audio_recorder_leaves_a_wav_that_plays_every_sample_its_header
 ) -> None:
     """The header is patched after each block is written and flushed, so it never claims
     samples that are not on disk, whenever the process dies."""
-    _kill_mid_stream(f"""
+    _kill_mid_stream(
+        f"""
         from pathlib import Path
         import numpy as np
         from voice.conversation.transcript import TranscriptWriter
@@ -368,7 +372,9 @@ def test_a_killed_audio_recorder_leaves_a_wav_that_plays_every_sample_its_header
         print("ready", flush=True)
         while True:
             w.audio(block)
-    """, after_s=0.3)
+    """,
+        after_s=0.3,
+    )
     (wav_path,) = tmp_path.glob("*.wav")
     with wave.open(str(wav_path), "rb") as wav:
         frames = wav.getnframes()

@@ -86,6 +86,9 @@ MODES: dict[str, dict[str, Any]] = {
     "merge_1500": {"turn.continue_max_heard_ms": 1500},  # merge over more of a reply
     # No late joins (on three words or the final, over continue_max_heard_ms of reply).
     "first_words_only": {"turn.continue_late_max_heard_ms": 0},
+    # Words Whisper gave no closing mark: wait longer than vad.end_silence_ms.
+    "unpunctuated_1000": {"turn.unpunctuated_silence_ms": 1000},
+    "unpunctuated_1500": {"turn.unpunctuated_silence_ms": 1500},
     "fixed": {"turn.use_text": False, "turn.use_model": False, "vad.end_silence_ms": 600},
 }
 
@@ -196,11 +199,11 @@ def measure_turn(
     speech_ms: list[Interval],
     reference: str,
     events: list[dict[str, Any]],
-    spliced_at_ms: float | None = None,
+    spliced_ms: Interval | None = None,
 ) -> dict[str, Any]:
     """One turn's figures (see the module docstring); ``speech_ms``: the user's speech
     in the session's audio time, gaps of at least ``MIN_PAUSE_S`` between intervals;
-    ``spliced_at_ms``: where a hesitation item's spliced pause starts (its cut-ins there
+    ``spliced_ms``: a hesitation item's spliced pause (its cut-ins there
     are the ones its target counts: a reader's own pause after a whole sentence may be
     taken, the issue says, if the reply then yields and the turn is joined)."""
     turn_start, turn_end = speech_ms[0][0], speech_ms[-1][1]
@@ -215,7 +218,6 @@ def measure_turn(
     after = [r for r in replies if r.start_ms >= turn_end]
     kept = [r for r in replies if r.start_ms < turn_end and not r.interrupted]
     answer = after[0] if after else (kept[-1] if kept else None)
-    spliced = _pause_at(pauses, spliced_at_ms)
     row: dict[str, Any] = {
         "speech_s": round(sum(b - a for a, b in speech_ms) / 1000, 2),
         "replies": len(replies),
@@ -236,8 +238,9 @@ def measure_turn(
         "end_silence_ms": None,
         "after_endpoint_ms": None,
     }
-    if spliced is not None:
-        row["cut_in_at_spliced_pause"] = any(spliced[0] <= r.start_ms < spliced[1] for r in cut_ins)
+    if spliced_ms is not None:
+        lo, hi = spliced_ms
+        row["cut_in_at_spliced_pause"] = any(lo <= r.start_ms < hi for r in cut_ins)
     if answer is not None:
         metrics = _metrics_of(answer, events)
         if metrics is not None and metrics.get("end_silence_ms") is not None:
@@ -266,15 +269,6 @@ def measure_turn(
     if first and not any(lo < turn_end < hi for lo, hi in live):
         row["voice_to_voice_ms"] = round(min(first) - turn_end)
     return row
-
-
-def _pause_at(pauses: list[Interval], at_ms: float | None) -> Interval | None:
-    """The mid-turn pause that holds ``at_ms`` (the splice point lies between the words,
-    at most a little before the speech's audible end)."""
-    if at_ms is None:
-        return None
-    near = [p for p in pauses if p[0] - SPAN_SLACK_MS <= at_ms <= p[1]]
-    return near[0] if near else None
 
 
 def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -329,8 +323,7 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
         at_pause = [
             bool(r.get("cut_in_at_spliced_pause"))
             for r in rows
-            if r.get("cut_in_at_spliced_pause") is not None
-            and r["pause_s"] <= HESITATION_TARGET_S
+            if r.get("cut_in_at_spliced_pause") is not None and r["pause_s"] <= HESITATION_TARGET_S
         ]
         if at_pause:  # the target's figure: cut-ins at the hesitation itself
             out[f"cut_in_at_spliced_pause_rate_up_to_{HESITATION_TARGET_S}s"] = _rate(
@@ -353,7 +346,10 @@ def run_item(item: TurnItem, settings: Settings, engines: Any) -> dict[str, Any]
     begin_ms = (turn.start_sample or 0) * 1000 / SAMPLE_RATE
     speech_ms = [(begin_ms + a * 1000, begin_ms + b * 1000) for a, b in item.speech]
     row: dict[str, Any] = {"name": item.name, "note": item.note, "pause_s": item.pause_s}
-    spliced_ms = None if item.pause_at_s is None else begin_ms + item.pause_at_s * 1000
+    spliced_ms = None
+    if item.pause_at_s is not None and item.pause_s is not None:
+        at_ms = begin_ms + item.pause_at_s * 1000
+        spliced_ms = (at_ms, at_ms + item.pause_s * 1000)
     row.update(measure_turn(speech_ms, item.reference, result.events, spliced_ms))
     row["finals"] = [e["text"] for e in result.events if e["type"] == "final"]
     row["errors"] = [e.get("code") for e in result.events if e["type"] == "error"]

@@ -67,6 +67,9 @@ class TurnConfig:
     filler_silence_ms: int = 2500  # "um", "uh": the speaker is still searching
     fillers: str = FILLERS  # space-separated
     numbers_silence_ms: int = 800  # numbers read out: a phone number, a code, counting
+    # Words Whisper ended with no mark at all (no ".", "?", "!", nor ","): it heard them
+    # go on. At most vad.end_silence_ms: the same as any words that are not judged.
+    unpunctuated_silence_ms: int = 0
     use_text: bool = True
     # The LLM's end-of-turn probability: off by default, measured not to pay on the
     # corpus (voice bench conversation: p50 660 vs 570 ms text only, cut-ins alike).
@@ -104,7 +107,7 @@ class TurnConfig:
 @dataclass(frozen=True)
 class TurnJudgement:
     silence_ms: int
-    reason: str  # "complete", "incomplete", "filler", "numbers" or "unsure": in metrics
+    reason: str  # "complete", "incomplete", "filler", "numbers", "unpunctuated" or "unsure"
 
 
 def judge_turn(
@@ -141,6 +144,9 @@ def judge_turn(
         return TurnJudgement(config.complete_silence_ms, "complete")
     if not config.use_text and model is not None and model >= config.eot_complete:
         return TurnJudgement(config.complete_silence_ms, "complete")
+    if config.use_text and not punctuated and config.unpunctuated_silence_ms > base_ms:
+        # Whisper put no mark after the words: it did not hear them end.
+        return TurnJudgement(config.unpunctuated_silence_ms, "unpunctuated")
     return TurnJudgement(base_ms, "unsure")
 
 
