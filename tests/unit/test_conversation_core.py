@@ -235,6 +235,19 @@ def test_no_speculation_starts_the_llm_only_after_the_turn() -> None:
     assert not start["speculative"] and llm.opened == 1
 
 
+def test_words_whisper_gave_no_mark_wait_longer_when_asked() -> None:
+    """turn.unpunctuated_silence_ms: no ".", "?", "!" or "," after the words (Whisper
+    heard them go on); never shorter than the VAD's own wait, and only for such words."""
+    config = TurnConfig(unpunctuated_silence_ms=1000)
+    judged = judge_turn("we are just saying some words", None, config, 600)
+    assert (judged.reason, judged.silence_ms) == ("unpunctuated", 1000)
+    off = TurnConfig(unpunctuated_silence_ms=0)
+    assert judge_turn("we are just saying some words", None, off, 600).reason == "unsure"
+    assert judge_turn("we are just saying some words", None, config, 1200).silence_ms == 1200
+    assert judge_turn("Some words.", None, config, 600).reason == "complete"
+    assert judge_turn("some words and", None, config, 600).reason == "incomplete"
+
+
 def test_a_sure_end_of_turn_shortens_the_wait() -> None:
     results = {}
     for eot in (0.9, 0.0001):

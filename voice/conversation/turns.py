@@ -14,7 +14,8 @@ plainly are not. Two signals, each measured by ``voice bench conversation``:
   reading out a phone number or a code, or counting, who pauses between the
   groups: a longer wait, though not the unfinished phrase's. A final ".", "?"
   or "!" (Whisper punctuates what it hears as finished) otherwise means it may
-  be done.
+  be done; no mark at all means Whisper did not hear an end (a speaker mid-thought
+  in conversation): a wait between the two.
 - The language model's own end-of-turn probability: the chance it gives the
   chat template's end-of-user-turn token right after the text. It is near zero
   after an unfinished phrase ("What is the capital of") and high after a
@@ -67,9 +68,12 @@ class TurnConfig:
     filler_silence_ms: int = 2500  # "um", "uh": the speaker is still searching
     fillers: str = FILLERS  # space-separated
     numbers_silence_ms: int = 800  # numbers read out: a phone number, a code, counting
-    # Words Whisper ended with no mark at all (no ".", "?", "!", nor ","): it heard them
-    # go on. At most vad.end_silence_ms: the same as any words that are not judged.
-    unpunctuated_silence_ms: int = 0
+    # Words Whisper ended with no mark at all (no ".", "?", "!", nor ","): it did not hear
+    # them end. voice bench turns (docs/turn-taking.md): conversational cut-ins 6.7 -> 4.0
+    # a minute, mid-turn pauses with a reply 21% -> 10%, read speech unchanged (its ends
+    # have a mark); conversational ends without one answer ~0.5 s later. Under
+    # vad.end_silence_ms (0): off.
+    unpunctuated_silence_ms: int = 1000
     use_text: bool = True
     # The LLM's end-of-turn probability: off by default, measured not to pay on the
     # corpus (voice bench conversation: p50 660 vs 570 ms text only, cut-ins alike).
@@ -144,8 +148,10 @@ def judge_turn(
         return TurnJudgement(config.complete_silence_ms, "complete")
     if not config.use_text and model is not None and model >= config.eot_complete:
         return TurnJudgement(config.complete_silence_ms, "complete")
-    if config.use_text and not punctuated and config.unpunctuated_silence_ms > base_ms:
-        # Whisper put no mark after the words: it did not hear them end.
+    no_yes = model is None or model < config.eot_complete
+    if config.use_text and not punctuated and no_yes and config.unpunctuated_silence_ms > base_ms:
+        # Whisper put no mark after the words: it did not hear them end (and the model
+        # does not think them done either).
         return TurnJudgement(config.unpunctuated_silence_ms, "unpunctuated")
     return TurnJudgement(base_ms, "unsure")
 
