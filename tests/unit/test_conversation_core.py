@@ -246,6 +246,9 @@ def test_words_whisper_gave_no_mark_wait_longer_when_asked() -> None:
     assert judge_turn("we are just saying some words", None, config, 1200).silence_ms == 1200
     assert judge_turn("Some words.", None, config, 600).reason == "complete"
     assert judge_turn("some words and", None, config, 600).reason == "incomplete"
+    # The word-timing guard dropped Whisper's last words and its mark: no mark says nothing.
+    dropped = judge_turn("I am glad to see you again", None, config, 600, ending_dropped=True)
+    assert (dropped.reason, dropped.silence_ms) == ("unsure", 600)
 
 
 def test_a_sure_end_of_turn_shortens_the_wait() -> None:

@@ -115,10 +115,16 @@ class TurnJudgement:
 
 
 def judge_turn(
-    text: str, eot_probability: float | None, config: TurnConfig, base_ms: int
+    text: str,
+    eot_probability: float | None,
+    config: TurnConfig,
+    base_ms: int,
+    ending_dropped: bool = False,
 ) -> TurnJudgement:
     """The silence to wait for after ``text`` before the turn ends (``base_ms`` when
-    neither signal says "done" nor "more to come": the ``vad.end_silence_ms``)."""
+    neither signal says "done" nor "more to come": the ``vad.end_silence_ms``).
+    ``ending_dropped``: the last words Whisper wrote, and its last mark, were dropped
+    as unspoken, so a missing mark says nothing of what it heard."""
     stripped = text.strip()
     if not stripped:
         return TurnJudgement(base_ms, "unsure")
@@ -149,7 +155,8 @@ def judge_turn(
     if not config.use_text and model is not None and model >= config.eot_complete:
         return TurnJudgement(config.complete_silence_ms, "complete")
     no_yes = model is None or model < config.eot_complete
-    if config.use_text and not punctuated and no_yes and config.unpunctuated_silence_ms > base_ms:
+    open_ended = config.use_text and not punctuated and not ending_dropped
+    if open_ended and no_yes and config.unpunctuated_silence_ms > base_ms:
         # Whisper put no mark after the words: it did not hear them end (and the model
         # does not think them done either).
         return TurnJudgement(config.unpunctuated_silence_ms, "unpunctuated")
@@ -234,6 +241,7 @@ class EndOfTurn:
         text: str,
         eot_probability: float | None,
         model_coming: bool = False,
+        ending_dropped: bool = False,
     ) -> None:
         """The words of the pause, and the model's opinion once it has one.
 
@@ -241,8 +249,9 @@ class EndOfTurn:
         still say "not finished", so only "incomplete" is taken before it. Where none
         will come (no reply was prepared for the words, or asking failed), the words
         are judged alone: waiting for it would hold the turn to the longest silence.
+        ``ending_dropped``: see :func:`judge_turn`.
         """
-        judged = judge_turn(text, eot_probability, self.turn, self.base_ms)
+        judged = judge_turn(text, eot_probability, self.turn, self.base_ms, ending_dropped)
         if model_coming and eot_probability is None and judged.reason != "incomplete":
             return
         silence = max(judged.silence_ms, self.pace_ms() or 0)

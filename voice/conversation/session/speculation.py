@@ -31,7 +31,7 @@ class Speculation(SessionBase):
         if not words or not split_words(words):
             return
         if candidate:  # words that may continue the turn: nothing to prepare; judge its end
-            self.end_of_turn.judge(uid, self._judged_text(uid, words), None)
+            self._judge_words(uid, words)
             return
         if self._is_stop(words):  # nothing to prepare, but the turn should end on time
             self.end_of_turn.judge(uid, words, None)
@@ -43,7 +43,7 @@ class Speculation(SessionBase):
         self._cancel_spec("transcript changed")
         tries = self._spec_tries.get(uid, 0)
         if tries >= self.config.speculation_retries:
-            self.end_of_turn.judge(uid, self._judged_text(uid, text), None)
+            self._judge_words(uid, text)
             return
         messages = self._prompt(text)
         if messages is None:
@@ -63,18 +63,19 @@ class Speculation(SessionBase):
     def _judge(self, gen: Generation) -> None:
         uid = gen.utterance_id
         if self.listener.open_utterance == uid:
-            text = self._judged_text(uid, gen.user_text)
             coming = self.eot_available and gen.eot_probability is None and not gen.eot_failed
-            self.end_of_turn.judge(uid, text, gen.eot_probability, model_coming=coming)
+            self._judge_words(uid, gen.user_text, gen.eot_probability, coming)
 
-    def _judged_text(self, uid: int, text: str) -> str:
-        """What the end of the turn is judged on: the words the user actually said before
-        the pause, not the ending Whisper made up for them ("...the door to see." when
-        only "...the door to" was said, which reads as finished)."""
-        if not self.turn.use_word_timing:
-            return text
-        spoken = self.listener.spoken_before_pause(uid)
-        return text if spoken is None else self._turn_text(spoken)
+    def _judge_words(
+        self, uid: int, text: str, eot: float | None = None, model_coming: bool = False
+    ) -> None:
+        """Judge the end of the turn on the words the user actually said before the
+        pause, not the ending Whisper made up for them ("...the door to see." when only
+        "...the door to" was said, which reads as finished)."""
+        spoken = self.listener.spoken_before_pause(uid) if self.turn.use_word_timing else None
+        dropped = spoken is not None and spoken != self.listener.prefetched_final(uid)
+        judged = text if spoken is None else self._turn_text(spoken)
+        self.end_of_turn.judge(uid, judged, eot, model_coming, ending_dropped=dropped)
 
     def _watch_user_resumed(self) -> None:
         spec = self._spec
