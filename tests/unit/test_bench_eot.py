@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from voice.bench.eot import decision_points, strip_final_mark, summarize, words_before
-from voice.bench.turnsets import TurnItem
+from voice.bench.eot import strip_final_mark, summarize, words_before
+from voice.bench.turnsets import TurnItem, decision_points
 
 
 def test_it_judges_each_long_enough_pause_and_the_end_on_the_words_said_before() -> None:

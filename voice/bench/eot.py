@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from voice.bench.turnsets import MIN_PAUSE_S, SETS, TurnItem, Word, build_set, whisper_words
+from voice.bench.turnsets import SETS, Word, build_set, decision_points, whisper_words
 from voice.config import Settings
 from voice.conversation.turns import COMPLETE_PUNCTUATION, judge_turn
 from voice.errors import ConfigError
@@ -32,18 +32,6 @@ from voice.stats import p50_p95
 
 THRESHOLDS = (0.005, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
 WORD_SLACK_S = 0.05  # a word Whisper starts this close to the pause's start is still said
-
-
-def decision_points(item: TurnItem) -> list[tuple[float, bool]]:
-    """(the time the speech stopped, whether it is the real end) for each mid-turn
-    pause of at least ``MIN_PAUSE_S`` and the end."""
-    points = []
-    for index, (_, end) in enumerate(item.speech):
-        last = index == len(item.speech) - 1
-        gap = None if last else item.speech[index + 1][0] - end
-        if last or (gap is not None and gap >= MIN_PAUSE_S):
-            points.append((end, last))
-    return points
 
 
 def words_before(words: list[Word], at_s: float) -> str:
@@ -111,28 +99,27 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     pauses = [r for r in rows if not r["end"]]
     ends = [r for r in rows if r["end"]]
 
-    def count(group: list[dict[str, Any]], test: Any) -> int:
-        return sum(1 for r in group if test(r))
+    def complete(group: list[dict[str, Any]], key: str, at_least: float, by_rule: bool) -> int:
+        """Rows whose ``key`` is at least ``at_least`` (and the rule says complete)."""
+        return sum(
+            1 for r in group if r[key] >= at_least and (not by_rule or r["rule"] == "complete")
+        )
 
     out: dict[str, Any] = {
         "pauses": len(pauses),
         "ends": len(ends),
         "rule_complete": {
-            "pauses": count(pauses, lambda r: r["rule"] == "complete"),
-            "ends": count(ends, lambda r: r["rule"] == "complete"),
+            "pauses": sum(1 for r in pauses if r["rule"] == "complete"),
+            "ends": sum(1 for r in ends if r["rule"] == "complete"),
         },
     }
     for key in ("eot", "eot_bare"):
         for t in THRESHOLDS:
             out[f"{key}>={t}"] = {
-                "pauses": count(pauses, lambda r, t=t, k=key: r[k] >= t),
-                "ends": count(ends, lambda r, t=t, k=key: r[k] >= t),
-                "pauses_rule_complete": count(
-                    pauses, lambda r, t=t, k=key: r[k] >= t and r["rule"] == "complete"
-                ),
-                "ends_rule_complete": count(
-                    ends, lambda r, t=t, k=key: r[k] >= t and r["rule"] == "complete"
-                ),
+                "pauses": complete(pauses, key, t, False),
+                "ends": complete(ends, key, t, False),
+                "pauses_rule_complete": complete(pauses, key, t, True),
+                "ends_rule_complete": complete(ends, key, t, True),
             }
     return out
 

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio.format import SAMPLE_RATE
-from voice.bench.turnsets import MIN_PAUSE_S, SETS, TurnItem, build_set, whisper_words
+from voice.bench.turnsets import SETS, build_set, decision_points, whisper_words
 from voice.config import Settings
 from voice.errors import ConfigError
 from voice.stats import p50_p95
@@ -68,17 +68,6 @@ class ProsodyModel:
         mel = self._features(window, padding=0)[:, : WINDOW_S * 100].astype(np.float32)
         out = self._session.run(None, {self._name: mel[None]})[0]
         return float(np.asarray(out).reshape(-1)[0])
-
-
-def decision_points(item: TurnItem, delay_s: float) -> list[tuple[float, bool]]:
-    """(time, is the real end) for each pause long enough to be judged at ``delay_s``."""
-    points = []
-    for index, (_, end) in enumerate(item.speech):
-        last = index == len(item.speech) - 1
-        gap = None if last else item.speech[index + 1][0] - end
-        if last or (gap is not None and gap >= max(MIN_PAUSE_S, delay_s + 0.05)):
-            points.append((end + delay_s, last))
-    return points
 
 
 def bench_prosody(

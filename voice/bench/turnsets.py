@@ -87,6 +87,19 @@ class TurnItem:
         return sum(end - start for start, end in self.speech)
 
 
+def decision_points(item: TurnItem, delay_s: float = 0.0) -> list[tuple[float, bool]]:
+    """(time, is the real end) for each mid-turn pause long enough to be judged
+    ``delay_s`` into it (at least ``MIN_PAUSE_S``), and the end: where an offline
+    end-of-turn judge is asked (``voice bench prosody``, ``eot``)."""
+    points = []
+    for index, (_, end) in enumerate(item.speech):
+        last = index == len(item.speech) - 1
+        gap = None if last else item.speech[index + 1][0] - end
+        if last or (gap is not None and gap >= max(MIN_PAUSE_S, delay_s + 0.05)):
+            points.append((end + delay_s, last))
+    return points
+
+
 # -- signal helpers -----------------------------------------------------------------
 
 

@@ -32,7 +32,6 @@ class Candidate:
     continues: int  # the utterance whose reply it cuts short
     played_ms: float  # how much of that reply had played when the speech was detected
     pause_ms: float  # from the end of the user's speech to this speech's onset
-    late: bool = False  # the reply was heard a little longer: more words decide
     heard_ms: float = 0.0  # how much of it had played by the speech's onset
 
     def heard_by(self, played_ms: float) -> float:
@@ -73,14 +72,13 @@ class Continuation:
         self.candidate = None
         if not self.enabled or answered is None or answered < 1 or turn_end_ms is None:
             return
-        late = heard_ms > self.max_heard_ms
         if onset_ms - turn_end_ms > self.window_ms or heard_ms > max(
             self.max_heard_ms, self.late_max_heard_ms
         ):
             return
         played = heard_ms if played_ms is None else played_ms
         pause = onset_ms - turn_end_ms
-        self.candidate = Candidate(utterance_id, answered, played, pause, late, heard_ms)
+        self.candidate = Candidate(utterance_id, answered, played, pause, heard_ms)
 
     def may_continue(self, utterance_id: int) -> bool:
         """Whether ``utterance_id`` is the candidate continuation (words not heard yet)."""
@@ -88,15 +86,14 @@ class Continuation:
         return candidate is not None and candidate.utterance_id == utterance_id
 
     def is_late(self, utterance_id: int, played_ms: float | None = None) -> bool:
-        """Whether ``utterance_id`` is a late candidate: more words decide it. With
-        ``played_ms`` (how much of the reply has played by now), also one whose reply
-        has since played on past ``max_heard_ms`` in all."""
+        """Whether ``utterance_id`` is a late candidate: more words decide it. Its reply
+        was heard over ``max_heard_ms`` by the onset, or with ``played_ms`` (how much of
+        it has played by now), in all."""
         candidate = self.candidate
         if candidate is None or candidate.utterance_id != utterance_id:
             return False
-        return candidate.late or (
-            played_ms is not None and candidate.heard_by(played_ms) > self.max_heard_ms
-        )
+        heard = candidate.heard_ms if played_ms is None else candidate.heard_by(played_ms)
+        return heard > self.max_heard_ms
 
     def pause_before(self, utterance_id: int) -> float | None:
         """The pause before ``utterance_id`` if it is the candidate continuation."""

@@ -265,19 +265,20 @@ class Listener:
             return ""
         return " ".join(utt.agreement.committed)
 
-    def spoken_before_pause(self, utterance_id: int) -> str | None:
+    def spoken_before_pause(self, utterance_id: int) -> tuple[str, bool] | None:
         """``prefetched_final`` without the last words no sound was made for (see
-        ``unspoken_tail``): what the user actually said before this pause. Its final
-        punctuation is Whisper's guess at an ending, so where words were dropped the
-        text ends bare, and only its last word can say "unfinished"."""
+        ``unspoken_tail``): what the user actually said before this pause, and whether
+        any words were dropped. Its final punctuation is Whisper's guess at an ending,
+        so where words were dropped the text ends bare, and only its last word can say
+        "unfinished"."""
         text = self.prefetched_final(utterance_id)
         utt = self._current()
         if text is None or utt is None or not utt.unspoken:
-            return text
+            return None if text is None else (text, False)
         kept = text.split()[: -utt.unspoken]
         # All its punctuation goes: a comma before a dropped word is Whisper's guess too,
         # and read as "unfinished" it made a real last word, dropped, cost 2 s.
-        return " ".join(kept).rstrip(".?!,;:-—…") if kept else ""
+        return (" ".join(kept).rstrip(".?!,;:-—…") if kept else "", True)
 
     def prefetched_final(self, utterance_id: int) -> str | None:
         """The open utterance's transcript if a pass already covers everything its final

@@ -73,9 +73,11 @@ class Speculation(SessionBase):
         pause, not the ending Whisper made up for them ("...the door to see." when only
         "...the door to" was said, which reads as finished)."""
         spoken = self.listener.spoken_before_pause(uid) if self.turn.use_word_timing else None
-        dropped = spoken is not None and spoken != self.listener.prefetched_final(uid)
-        judged = text if spoken is None else self._turn_text(spoken)
-        self.end_of_turn.judge(uid, judged, eot, model_coming, ending_dropped=dropped)
+        dropped = False
+        if spoken is not None:
+            said, dropped = spoken
+            text = self._turn_text(said)
+        self.end_of_turn.judge(uid, text, eot, model_coming, ending_dropped=dropped)
 
     def _watch_user_resumed(self) -> None:
         spec = self._spec
