@@ -17,21 +17,37 @@ guard aims to keep, with the punctuation Whisper gave them in context):
 
 A judge that pays says "complete" at the ends and "not yet" at the pauses. The
 prosody model's own bench is ``voice bench prosody``.
+
+The listener does not hear the whole clip at a pause: its final pass ends just after
+the speech, and there Whisper completes what it heard ("...being infected." for
+"...being in"). So each point is also heard as the listener hears it (``live_pass``:
+the audio up to the pause and ``LIVE_TAIL_S`` after it, at most ``LIVE_WINDOW_S``
+back, the words before as context), and scored with the listener's word-timing guard
+and with the two signals the issue asked about beside it: a last word the decoder
+was unsure of, and one whose alignment runs on past the speech.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
+from voice.audio.format import SAMPLE_RATE, Float32Array
 from voice.bench.turnsets import SETS, Word, build_set, decision_points, whisper_words
 from voice.config import Settings
 from voice.conversation.turns import COMPLETE_PUNCTUATION, judge_turn
 from voice.errors import ConfigError
-from voice.stats import p50_p95
+from voice.listen.listener import spoken_part, unspoken_tail
+from voice.listen.whisper import WhisperEngine
+from voice.stats import p50_p95, percentile
 
 THRESHOLDS = (0.005, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
 WORD_SLACK_S = 0.05  # a word Whisper starts this close to the pause's start is still said
+LIVE_TAIL_S = 0.1  # the listener's final pass runs to the audible end and this after it
+LIVE_WINDOW_S = 10.0  # and re-reads at most this much (the settled words before: context)
+UNSURE_WORD = 0.6  # a last word the decoder gave less than this
+RUNS_ON_S = 0.1  # a last word aligned to end this far past the speech
 
 
 def words_before(words: list[Word], at_s: float) -> str:
@@ -44,11 +60,40 @@ def strip_final_mark(text: str) -> str:
     return text.rstrip().rstrip("".join(COMPLETE_PUNCTUATION) + ",;:-—…").rstrip()
 
 
+def live_pass(
+    engine: WhisperEngine,
+    audio: Float32Array,
+    words: list[Word],
+    at_s: float,
+    settings: Settings,
+) -> dict[str, Any]:
+    """What the listener's final pass at the pause starting at ``at_s`` hears, and how
+    its words are judged (the word-timing guard as the listener applies it)."""
+    start = max(0.0, at_s - LIVE_WINDOW_S)
+    heard = audio[int(start * SAMPLE_RATE) : int((at_s + LIVE_TAIL_S) * SAMPLE_RATE)]
+    result = engine.transcribe(heard, words_before(words, start), final=True, word_timing=True)
+    text = " ".join(result.words)
+    slack_s = settings.listen.unspoken_slack_ms / 1000.0
+    dropped = min(len(result.words), unspoken_tail(result.timed_words, at_s - start, slack_s))
+    base_ms = settings.vad.end_silence_ms
+    spoken = spoken_part(text, dropped)
+    judged = judge_turn(spoken, None, settings.turn, base_ms, dropped > 0)
+    said = [w for w in result.timed_words if any(c.isalnum() for c in w.word)]
+    last = said[-1] if said else None
+    return {
+        "live_text": text[-80:],
+        "live_spoken": spoken,
+        "live_rule": judged.reason,
+        "live_dropped": dropped,
+        "live_last_p": round(last.probability, 3) if last else None,
+        "live_last_past_s": round(last.end_s - (at_s - start), 3) if last else None,
+    }
+
+
 def bench_eot(
     settings: Settings, sets: list[str] | None = None, limit: int | None = None
 ) -> dict[str, Any]:
     from voice.app.build import lane_configs
-    from voice.bench.turns import whisper_model
     from voice.think.backend import Message, make_backend, system_prompt_of
 
     llm_config, _ = lane_configs(settings)
@@ -59,7 +104,8 @@ def bench_eot(
             "Run voice bench eot with the embedded backend (llm.backend = embedded).",
         )
     system = [Message("system", system_prompt_of(llm_config))]
-    words_of = whisper_words(whisper_model(None, settings))
+    engine = WhisperEngine(settings.asr)
+    words_of = whisper_words(engine.model)
     base_ms = settings.vad.end_silence_ms
     report: dict[str, Any] = {"sets": {}, "points": []}
     seconds: list[float] = []
@@ -68,6 +114,7 @@ def bench_eot(
         rows = []
         for item in items:
             words = words_of(item.audio)
+            gaps = {start: end - start for start, end in item.pauses}
             for at_s, is_end in decision_points(item):
                 text = words_before(words, at_s)
                 if not text:
@@ -82,14 +129,17 @@ def bench_eot(
                     "item": item.name,
                     "at_s": round(at_s, 2),
                     "end": is_end,
+                    "gap_s": None if is_end else round(gaps[at_s], 3),
                     "text": text[-80:],
                     "rule": judged.reason,
                     "eot": round(written, 4),
                     "eot_bare": round(bare, 4),
+                    **live_pass(engine, item.audio, words, at_s, settings),
                 }
                 rows.append(row)
                 report["points"].append(row)
         report["sets"][name] = summarize(rows)
+        report["sets"][name]["waits"] = waits(rows, settings)
     report["eot_ms"] = p50_p95([s * 1000 for s in seconds])
     return report
 
@@ -113,6 +163,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "ends": sum(1 for r in ends if r["rule"] == "complete"),
         },
     }
+    live_complete = [r for r in rows if r["live_rule"] == "complete"]
+    live_tests = {
+        "live_complete": lambda r: r["live_rule"] == "complete",
+        "live_dropped": lambda r: r["live_dropped"] > 0,
+        "live_unsure_last": lambda r: r in live_complete and (r["live_last_p"] or 0) < UNSURE_WORD,
+        "live_runs_on": lambda r: r in live_complete and (r["live_last_past_s"] or 0) > RUNS_ON_S,
+    }
+    for name, test in live_tests.items():
+        out[name] = {"pauses": sum(map(test, pauses)), "ends": sum(map(test, ends))}
     for key in ("eot", "eot_bare"):
         for t in THRESHOLDS:
             out[f"{key}>={t}"] = {
@@ -121,6 +180,41 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "pauses_rule_complete": complete(pauses, key, t, True),
                 "ends_rule_complete": complete(ends, key, t, True),
             }
+    return out
+
+
+# (turn.complete_silence_ms, turn.unpunctuated_silence_ms) to try; the rest as set.
+WAITS = ((500, 600), (500, 800), (500, 1000), (500, 1500), (700, 1000), (800, 1200))
+
+
+def waits(rows: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
+    """What each pair of ``WAITS`` would do with the listener's words, by the silences
+    alone (no compute, no VAD hangover): the mid-turn pauses longer than the wait
+    their words are given (a reply would start in them), and the wait at the ends."""
+    out = {}
+    for complete_ms, unpunctuated_ms in WAITS:
+        turn = dataclasses.replace(
+            settings.turn, complete_silence_ms=complete_ms, unpunctuated_silence_ms=unpunctuated_ms
+        )
+        taken = 0
+        at_ends: list[float] = []
+        for r in rows:
+            wait = judge_turn(
+                r["live_spoken"], None, turn, settings.vad.end_silence_ms, r["live_dropped"] > 0
+            ).silence_ms
+            if r["end"]:
+                at_ends.append(wait)
+            else:
+                taken += r["gap_s"] * 1000 > wait
+        pauses = len(rows) - len(at_ends)
+        out[f"{complete_ms}/{unpunctuated_ms}"] = {
+            "pauses_taken": taken,
+            "pauses_taken_rate": taken / pauses if pauses else 0.0,
+            "end_wait_ms": {
+                "p50": percentile(at_ends, 50) or 0,
+                "p90": percentile(at_ends, 90) or 0,
+            },
+        }
     return out
 
 
@@ -144,6 +238,32 @@ def format_table(report: dict[str, Any]) -> str:
                     f"{counts['pauses_rule_complete']}/{rule['pauses']} / "
                     f"{counts['ends_rule_complete']}/{rule['ends']} |"
                 )
+    lines += [
+        "",
+        "| set | the listener's pass: judged complete, pauses / ends | the guard dropped "
+        f"words | of its complete: last word p < {UNSURE_WORD} | last word runs on "
+        f"> {RUNS_ON_S} s |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, row in report["sets"].items():
+        cells = [
+            f"{row[k]['pauses']}/{row['pauses']} / {row[k]['ends']}/{row['ends']}"
+            for k in ("live_complete", "live_dropped", "live_unsure_last", "live_runs_on")
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| set | waits (ms): complete / no mark | mid-turn pauses a reply would start in "
+        "| wait at the ends p50 / p90 |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, row in report["sets"].items():
+        for key, w in row["waits"].items():
+            lines.append(
+                f"| {name} | {key} | {w['pauses_taken']}/{row['pauses']} "
+                f"({w['pauses_taken_rate']:.0%}) | {w['end_wait_ms']['p50']:.0f} / "
+                f"{w['end_wait_ms']['p90']:.0f} |"
+            )
     ms = report["eot_ms"]
     lines.append(f"\nLLM end-of-turn ms p50/p95: {ms['p50']:.0f} / {ms['p95']:.0f}")
     return "\n".join(lines)

@@ -173,6 +173,16 @@ def unspoken_tail(timed: list[WordTime], speech_end_s: float, slack_s: float) ->
     return dropped
 
 
+def spoken_part(text: str, unspoken: int) -> str:
+    """``text`` without its last ``unspoken`` words (``unspoken_tail``), ending bare."""
+    if not unspoken:
+        return text
+    kept = text.split()[:-unspoken]
+    # All its punctuation goes: a comma before a dropped word is Whisper's guess too,
+    # and read as "unfinished" it made a real last word, dropped, cost 2 s.
+    return " ".join(kept).rstrip(".?!,;:-—…") if kept else ""
+
+
 @dataclass(frozen=True)
 class _Span:
     """Where a finished utterance lay in the stream: enough to hear it again."""
@@ -275,10 +285,7 @@ class Listener:
         utt = self._current()
         if text is None or utt is None or not utt.unspoken:
             return None if text is None else (text, False)
-        kept = text.split()[: -utt.unspoken]
-        # All its punctuation goes: a comma before a dropped word is Whisper's guess too,
-        # and read as "unfinished" it made a real last word, dropped, cost 2 s.
-        return (" ".join(kept).rstrip(".?!,;:-—…") if kept else "", True)
+        return (spoken_part(text, utt.unspoken), True)
 
     def prefetched_final(self, utterance_id: int) -> str | None:
         """The open utterance's transcript if a pass already covers everything its final
