@@ -399,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--onnx",
-        help="prosody: an end-of-turn ONNX model (smart-turn-v3.2-cpu.onnx from the "
+        help="prosody, eot: an end-of-turn ONNX model (smart-turn-v3.2-cpu.onnx from the "
         "pipecat-ai wheel)",
     )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from voice.bench.eot import strip_final_mark, summarize, waits, words_before
+from voice.bench.eot import prosody_by_rule, strip_final_mark, summarize, waits, words_before
 from voice.bench.turnsets import TurnItem, decision_points
 from voice.config import Settings
 
@@ -61,3 +61,20 @@ def test_each_wait_is_scored_by_the_pauses_longer_than_it_and_the_ends() -> None
     assert out["500/1500"]["pauses_taken"] == 2
     assert out["800/1200"]["pauses_taken"] == 1
     assert out["500/1000"]["end_wait_ms"] == {"p50": 500, "p90": 500}
+
+
+def test_the_prosody_model_is_counted_beside_the_reason_the_words_were_given() -> None:
+    pauses = [
+        {"live_rule": "complete", "prosody": 0.05},
+        {"live_rule": "complete", "prosody": 0.5},
+        {"live_rule": "unpunctuated", "prosody": 0.02},
+        {"live_rule": "incomplete", "prosody": 0.99},  # not counted: the words wait anyway
+    ]
+    ends = [{"live_rule": "unpunctuated", "prosody": 0.9}]
+    out = prosody_by_rule(pauses, ends)
+    assert out["complete"] == {
+        "pauses": 2, "pauses_under_0.1": 1, "pauses_over_0.8": 0,
+        "ends": 0, "ends_under_0.1": 0, "ends_over_0.8": 0,
+    }  # fmt: skip
+    assert out["unpunctuated"]["pauses_under_0.1"] == 1
+    assert out["unpunctuated"]["ends_over_0.8"] == 1

@@ -81,7 +81,7 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.eot import bench_eot
         from voice.bench.eot import format_table as eot_table
 
-        report = bench_eot(settings, sets=_names(args.sets), limit=args.limit)
+        report = bench_eot(settings, sets=_names(args.sets), limit=args.limit, onnx=args.onnx)
         if not args.json:
             print(eot_table(report))
             return 0

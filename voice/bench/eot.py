@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
 from voice.audio.format import SAMPLE_RATE, Float32Array
@@ -48,6 +49,8 @@ LIVE_TAIL_S = 0.1  # the listener's final pass runs to the audible end and this 
 LIVE_WINDOW_S = 10.0  # and re-reads at most this much (the settled words before: context)
 UNSURE_WORD = 0.6  # a last word the decoder gave less than this
 RUNS_ON_S = 0.1  # a last word aligned to end this far past the speech
+PROSODY_DELAY_S = 0.2  # the prosody model hears this much of the silence (its default)
+PROSODY_SURE = (0.1, 0.8)  # under the first it says "not finished", over the second "done"
 
 
 def words_before(words: list[Word], at_s: float) -> str:
@@ -91,9 +94,15 @@ def live_pass(
 
 
 def bench_eot(
-    settings: Settings, sets: list[str] | None = None, limit: int | None = None
+    settings: Settings,
+    sets: list[str] | None = None,
+    limit: int | None = None,
+    onnx: str | None = None,
 ) -> dict[str, Any]:
+    """``onnx``: also score each point with that prosody model (Smart Turn v3.2), given
+    ``PROSODY_DELAY_S`` of the silence, to see it beside the words' own judgement."""
     from voice.app.build import lane_configs
+    from voice.bench.prosody import ProsodyModel
     from voice.think.backend import Message, make_backend, system_prompt_of
 
     llm_config, _ = lane_configs(settings)
@@ -104,6 +113,7 @@ def bench_eot(
             "Run voice bench eot with the embedded backend (llm.backend = embedded).",
         )
     system = [Message("system", system_prompt_of(llm_config))]
+    prosody = ProsodyModel(Path(onnx)) if onnx else None
     engine = WhisperEngine(settings.asr)
     words_of = whisper_words(engine.model)
     base_ms = settings.vad.end_silence_ms
@@ -136,6 +146,9 @@ def bench_eot(
                     "eot_bare": round(bare, 4),
                     **live_pass(engine, item.audio, words, at_s, settings),
                 }
+                if prosody is not None:
+                    heard = item.audio[: int((at_s + PROSODY_DELAY_S) * SAMPLE_RATE)]
+                    row["prosody"] = round(prosody.complete(heard), 3)
                 rows.append(row)
                 report["points"].append(row)
         report["sets"][name] = summarize(rows)
@@ -172,6 +185,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
     for name, test in live_tests.items():
         out[name] = {"pauses": sum(map(test, pauses)), "ends": sum(map(test, ends))}
+    if rows and "prosody" in rows[0]:
+        out["prosody"] = prosody_by_rule(pauses, ends)
     for key in ("eot", "eot_bare"):
         for t in THRESHOLDS:
             out[f"{key}>={t}"] = {
@@ -180,6 +195,28 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "pauses_rule_complete": complete(pauses, key, t, True),
                 "ends_rule_complete": complete(ends, key, t, True),
             }
+    return out
+
+
+def prosody_by_rule(
+    pauses: list[dict[str, Any]], ends: list[dict[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """Per reason the listener's words were given, how many pauses and ends the prosody
+    model is sure of either way: could it brake the words' "complete", or hurry their
+    "unpunctuated"?"""
+    low, high = PROSODY_SURE
+    out = {}
+    for reason in ("complete", "unpunctuated"):
+        mine = {
+            "pauses": [r["prosody"] for r in pauses if r["live_rule"] == reason],
+            "ends": [r["prosody"] for r in ends if r["live_rule"] == reason],
+        }
+        counts = {}
+        for where, scores in mine.items():
+            counts[where] = len(scores)
+            counts[f"{where}_under_{low}"] = sum(p < low for p in scores)
+            counts[f"{where}_over_{high}"] = sum(p > high for p in scores)
+        out[reason] = counts
     return out
 
 
@@ -263,6 +300,21 @@ def format_table(report: dict[str, Any]) -> str:
                 f"| {name} | {key} | {w['pauses_taken']}/{row['pauses']} "
                 f"({w['pauses_taken_rate']:.0%}) | {w['end_wait_ms']['p50']:.0f} / "
                 f"{w['end_wait_ms']['p90']:.0f} |"
+            )
+    low, high = PROSODY_SURE
+    with_prosody = [(n, r["prosody"]) for n, r in report["sets"].items() if "prosody" in r]
+    if with_prosody:
+        lines += [
+            "",
+            "| set | the words' reason | pauses: prosody under / over | ends: under / over |",
+            "| --- | --- | --- | --- |",
+        ]
+    for name, by_reason in with_prosody:
+        for reason, c in by_reason.items():
+            lines.append(
+                f"| {name} | {reason} | {c[f'pauses_under_{low}']} / {c[f'pauses_over_{high}']}"
+                f" of {c['pauses']} | {c[f'ends_under_{low}']} / {c[f'ends_over_{high}']} "
+                f"of {c['ends']} |"
             )
     ms = report["eot_ms"]
     lines.append(f"\nLLM end-of-turn ms p50/p95: {ms['p50']:.0f} / {ms['p95']:.0f}")
