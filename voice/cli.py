@@ -411,7 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("simulate", help="play a scripted conversation into a session")
     p.add_argument(
-        "script", nargs="?", help="JSON script: turns of WAV clips placed in time (default: demo)"
+        "script",
+        nargs="?",
+        help="JSON script: turns of WAV clips placed in time; or one WAV file, said as one "
+        "turn (default: demo)",
     )
     p.add_argument("-o", "--out-dir", default="simulation", help="where the outputs go")
     p.add_argument("--realtime", action="store_true", help="run at wall-clock pace")

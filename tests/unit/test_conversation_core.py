@@ -382,6 +382,19 @@ def test_script_errors_are_clear(tmp_path: Path) -> None:
         Script.load(bad)
     with pytest.raises(ConfigError, match="not found"):
         Script.load(tmp_path / "missing.json")
+    # A recording given where a script was expected: no traceback from the UTF-8 decoder.
+    binary = tmp_path / "talk.pcm"
+    binary.write_bytes(b"RIFF\xcf\xff\x00")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        Script.load(binary)
+
+
+def test_one_wav_file_is_a_script_of_one_turn(tmp_path: Path) -> None:
+    from voice.audio.wav import write_wav
+
+    write_wav(tmp_path / "Talk.WAV", tone(1.0))
+    script = Script.load(tmp_path / "Talk.WAV")
+    assert [(t.name, t.at_s, len(t.audio)) for t in script.turns] == [("Talk.WAV", 0.5, 16000)]
 
 
 def test_a_turn_after_a_barge_in_waits_for_the_answer_to_it() -> None:

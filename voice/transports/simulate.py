@@ -70,13 +70,18 @@ class Script:
 
     @classmethod
     def load(cls, path: str | Path) -> Script:
+        """A JSON script, or one WAV file: a single turn said 0.5 s in (``voice simulate
+        talk.wav``, the quickest look at how one recording is taken)."""
         path = Path(path)
+        if path.suffix.lower() == ".wav":
+            return cls([ScriptTurn(audio=read_wav(path), name=path.name, at_s=0.5)])
+        hint = 'Give a WAV file, or a script: {"turns": [{"audio": "a.wav", "at": 0.5}, ...]}.'
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
             raise ConfigError(f"script not found: {path}.") from None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"script {path} is not valid JSON: {exc}.") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"script {path} is not valid JSON: {exc}.", hint) from None
         return cls.from_dict(data, path.parent)
 
     @classmethod
