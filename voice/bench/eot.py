@@ -176,12 +176,18 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "ends": sum(1 for r in ends if r["rule"] == "complete"),
         },
     }
-    live_complete = [r for r in rows if r["live_rule"] == "complete"]
+
+    def complete_and(r: dict[str, Any], key: str, over: float | None, under: float | None) -> bool:
+        """The listener's words were judged complete, and ``key`` is over / under."""
+        value = r[key] or 0.0
+        beyond = (over is not None and value > over) or (under is not None and value < under)
+        return bool(r["live_rule"] == "complete" and beyond)
+
     live_tests = {
         "live_complete": lambda r: r["live_rule"] == "complete",
         "live_dropped": lambda r: r["live_dropped"] > 0,
-        "live_unsure_last": lambda r: r in live_complete and (r["live_last_p"] or 0) < UNSURE_WORD,
-        "live_runs_on": lambda r: r in live_complete and (r["live_last_past_s"] or 0) > RUNS_ON_S,
+        "live_unsure_last": lambda r: complete_and(r, "live_last_p", None, UNSURE_WORD),
+        "live_runs_on": lambda r: complete_and(r, "live_last_past_s", RUNS_ON_S, None),
     }
     for name, test in live_tests.items():
         out[name] = {"pauses": sum(map(test, pauses)), "ends": sum(map(test, ends))}

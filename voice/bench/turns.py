@@ -92,6 +92,9 @@ MODES: dict[str, dict[str, Any]] = {
     "unpunctuated_1000": {"turn.unpunctuated_silence_ms": 1000},
     "unpunctuated_1500": {"turn.unpunctuated_silence_ms": 1500},
     "fixed": {"turn.use_text": False, "turn.use_model": False, "vad.end_silence_ms": 600},
+    # Recognition windows on long turns: trimmed past this many seconds (the default: 6).
+    "window_12": {"listen.max_window_s": 12.0},
+    "window_8": {"listen.max_window_s": 8.0},
 }
 
 

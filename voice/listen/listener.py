@@ -66,10 +66,14 @@ class ListenConfig:
     # every reply as much; under 100 ms Whisper lost reverberant word ends ("And so my
     # I fellow America."). voice bench asr: WER 7.08% at 100 ms, 7.31% at 60.
     final_tail_ms: int = 100
-    # Longer utterances are trimmed at a committed segment boundary, so a final pass
-    # costs what 12 s cost however long the turn: voice bench asr, 20 -> 12 s: WER
-    # 7.08% -> 6.84%, final after the endpoint p95 364 -> 156 ms (8 s: WER 7.78%).
-    max_window_s: float = 12.0
+    # Longer utterances are trimmed at a committed segment boundary, so a pass costs
+    # what this many seconds cost however long the turn. At 12 s a long turn's passes
+    # took 400-880 ms each: recognition fell behind the speech, and the pass covering
+    # the last pause came up to 1.7 s after it. 12 -> 6 s (docs/turn-taking.md, voice
+    # bench turns, two runs): reply after the endpoint p95 870-910 -> 460-510 ms on
+    # conversation, 1025-1220 -> 470-625 ms on joined pairs; voice bench asr WER 7.08%
+    # -> 8.02% (4 words more, in 2 of 45 clips; the monologues' WER unchanged).
+    max_window_s: float = 6.0
     holdback_words: int = 2
     # A last word the alignment starts this close to the end of the speech, or after it,
     # was not said: Whisper finishes the sentence it heard into the pause ("...the door
