@@ -21,7 +21,7 @@ prosody model's own bench is ``voice bench prosody``.
 The listener does not hear the whole clip at a pause: its final pass ends just after
 the speech, and there Whisper completes what it heard ("...being infected." for
 "...being in"). So each point is also heard as the listener hears it (``live_pass``:
-the audio up to the pause and ``LIVE_TAIL_S`` after it, at most ``LIVE_WINDOW_S``
+the audio up to the pause and ``listen.final_tail_ms`` after it, at most ``LIVE_WINDOW_S``
 back, the words before as context), and scored with the listener's word-timing guard
 and with the two signals the issue asked about beside it: a last word the decoder
 was unsure of, and one whose alignment runs on past the speech.
@@ -45,8 +45,8 @@ from voice.stats import p50_p95, percentile
 
 THRESHOLDS = (0.005, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
 WORD_SLACK_S = 0.05  # a word Whisper starts this close to the pause's start is still said
-LIVE_TAIL_S = 0.1  # the listener's final pass runs to the audible end and this after it
-LIVE_WINDOW_S = 10.0  # and re-reads at most this much (the settled words before: context)
+# The listener's final pass re-reads at most this much (the settled words before: context).
+LIVE_WINDOW_S = 10.0
 UNSURE_WORD = 0.6  # a last word the decoder gave less than this
 RUNS_ON_S = 0.1  # a last word aligned to end this far past the speech
 PROSODY_DELAY_S = 0.2  # the prosody model hears this much of the silence (its default)
@@ -73,7 +73,8 @@ def live_pass(
     """What the listener's final pass at the pause starting at ``at_s`` hears, and how
     its words are judged (the word-timing guard as the listener applies it)."""
     start = max(0.0, at_s - LIVE_WINDOW_S)
-    heard = audio[int(start * SAMPLE_RATE) : int((at_s + LIVE_TAIL_S) * SAMPLE_RATE)]
+    tail_s = settings.listen.final_tail_ms / 1000.0  # the pass runs this far past the sound
+    heard = audio[int(start * SAMPLE_RATE) : int((at_s + tail_s) * SAMPLE_RATE)]
     result = engine.transcribe(heard, words_before(words, start), final=True, word_timing=True)
     text = " ".join(result.words)
     slack_s = settings.listen.unspoken_slack_ms / 1000.0
@@ -177,17 +178,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         },
     }
 
-    def complete_and(r: dict[str, Any], key: str, over: float | None, under: float | None) -> bool:
-        """The listener's words were judged complete, and ``key`` is over / under."""
-        value = r[key] or 0.0
-        beyond = (over is not None and value > over) or (under is not None and value < under)
-        return bool(r["live_rule"] == "complete" and beyond)
-
     live_tests = {
         "live_complete": lambda r: r["live_rule"] == "complete",
         "live_dropped": lambda r: r["live_dropped"] > 0,
-        "live_unsure_last": lambda r: complete_and(r, "live_last_p", None, UNSURE_WORD),
-        "live_runs_on": lambda r: complete_and(r, "live_last_past_s", RUNS_ON_S, None),
+        "live_unsure_last": lambda r: (
+            r["live_rule"] == "complete" and (r["live_last_p"] or 0.0) < UNSURE_WORD
+        ),
+        "live_runs_on": lambda r: (
+            r["live_rule"] == "complete" and (r["live_last_past_s"] or 0.0) > RUNS_ON_S
+        ),
     }
     for name, test in live_tests.items():
         out[name] = {"pauses": sum(map(test, pauses)), "ends": sum(map(test, ends))}

@@ -64,6 +64,9 @@ class ScriptTurn:
     start_sample: int | None = None  # decided during the run
 
 
+SCRIPT_SHAPE = '{"turns": [{"audio": "a.wav", "at": 0.5}, ...]}'
+
+
 @dataclass
 class Script:
     turns: list[ScriptTurn]
@@ -75,7 +78,7 @@ class Script:
         path = Path(path)
         if path.suffix.lower() == ".wav":
             return cls([ScriptTurn(audio=read_wav(path), name=path.name, at_s=0.5)])
-        hint = 'Give a WAV file, or a script: {"turns": [{"audio": "a.wav", "at": 0.5}, ...]}.'
+        hint = f"Give a WAV file, or a script: {SCRIPT_SHAPE}."
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
@@ -86,7 +89,7 @@ class Script:
 
     @classmethod
     def from_dict(cls, data: Any, base: Path) -> Script:
-        hint = 'A script is {"turns": [{"audio": "a.wav", "at": 0.5}, ...]}.'
+        hint = f"A script is {SCRIPT_SHAPE}."
         if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
             raise ConfigError("a script needs a list of turns.", hint)
         turns = []
