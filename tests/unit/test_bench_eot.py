@@ -22,12 +22,12 @@ def test_it_judges_each_long_enough_pause_and_the_end_on_the_words_said_before()
 
 
 def test_it_counts_pauses_and_ends_called_complete_per_judge() -> None:
-    heard = {"live_rule": "complete", "live_dropped": 0, "live_last_p": 0.9}
+    heard = {"live_rule": "complete", "live_dropped": 0, "live_cut_off": False, "live_last_p": 0.9}
     rows = [
         {"end": False, "rule": "complete", "eot": 0.06, "eot_bare": 0.0, **heard,
          "live_last_p": 0.5, "live_last_past_s": 0.2},
         {"end": False, "rule": "incomplete", "eot": 0.0, "eot_bare": 0.0, **heard,
-         "live_rule": "incomplete", "live_dropped": 1, "live_last_p": 0.1,
+         "live_rule": "cut_off", "live_dropped": 1, "live_cut_off": True, "live_last_p": 0.1,
          "live_last_past_s": 0.3},
         {"end": True, "rule": "complete", "eot": 0.2, "eot_bare": 0.01, **heard,
          "live_last_past_s": 0.0},
@@ -43,6 +43,7 @@ def test_it_counts_pauses_and_ends_called_complete_per_judge() -> None:
     # pass was judged complete (the second pause's was not).
     assert out["live_complete"] == {"pauses": 1, "ends": 1}
     assert out["live_dropped"] == {"pauses": 1, "ends": 0}
+    assert out["live_cut_off"] == {"pauses": 1, "ends": 0}
     assert out["live_unsure_last"] == {"pauses": 1, "ends": 0}
     assert out["live_runs_on"] == {"pauses": 1, "ends": 0}
 
@@ -51,11 +52,13 @@ def test_each_wait_is_scored_by_the_pauses_longer_than_it_and_the_ends() -> None
     """A 700 ms pause after a whole sentence is longer than a 500 ms wait, not than 800;
     a 1.2 s pause after words without a mark outlasts 1000 ms, not 1500."""
     rows = [
-        {"end": False, "gap_s": 0.7, "live_spoken": "I went home.", "live_dropped": 0},
-        {"end": False, "gap_s": 1.2, "live_spoken": "and then I went", "live_dropped": 0},
-        {"end": False, "gap_s": 3.0, "live_spoken": "I went to the", "live_dropped": 0},
-        {"end": True, "gap_s": None, "live_spoken": "I went home.", "live_dropped": 0},
+        {"end": False, "gap_s": 0.7, "live_spoken": "I went home."},
+        {"end": False, "gap_s": 1.2, "live_spoken": "and then I went"},
+        {"end": False, "gap_s": 3.0, "live_spoken": "I went to the"},
+        {"end": True, "gap_s": None, "live_spoken": "I went home."},
     ]
+    for row in rows:
+        row.update(live_dropped=0, live_cut_off=False)
     out = waits(rows, Settings())
     assert out["500/1000"]["pauses_taken"] == 3  # the 3 s pause outlasts even 2 s
     assert out["500/1500"]["pauses_taken"] == 2

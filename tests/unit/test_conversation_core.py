@@ -251,6 +251,19 @@ def test_words_whisper_gave_no_mark_wait_longer_when_asked() -> None:
     assert (dropped.reason, dropped.silence_ms) == ("unsure", 600)
 
 
+def test_a_word_broken_off_before_the_pause_is_waited_out() -> None:
+    """The guard found the last word begun but given too little sound for its syllables
+    ("...being in [pause]" written "...being infected."): whatever the words kept look
+    like, the speaker stopped inside a phrase, and gets the unfinished phrase's wait."""
+    config = TurnConfig()
+    args = ("the lower case being", None, config, 600)
+    broken = judge_turn(*args, ending_dropped=True, cut_off=True)
+    assert (broken.reason, broken.silence_ms) == ("cut_off", config.incomplete_silence_ms)
+    assert judge_turn(*args, ending_dropped=True).reason == "unsure"
+    text_off = TurnConfig(use_text=False)
+    assert judge_turn("the lower case being", None, text_off, 600, True, True).silence_ms == 600
+
+
 def test_a_sure_end_of_turn_shortens_the_wait() -> None:
     results = {}
     for eot in (0.9, 0.0001):

@@ -213,27 +213,57 @@ def test_steady_sound_in_the_pause_does_not_hold_the_end() -> None:
 
 
 def test_words_aligned_after_the_speech_are_the_decoders_own_ending() -> None:
-    from voice.listen.listener import unspoken_tail
+    from voice.listen.spoken import unspoken_tail
     from voice.listen.whisper import WordTime
 
     # "...the door to" then silence from 2.40 s; Whisper wrote "...the door to see."
     said = [WordTime("the", 1.50, 1.70, 0.99), WordTime("door", 1.70, 2.05, 0.98),
             WordTime("to", 2.05, 2.38, 0.97)]  # fmt: skip
     made_up = [WordTime("see", 2.38, 2.70, 0.95), WordTime(".", 2.70, 3.10, 0.8)]
-    assert unspoken_tail(said + made_up, speech_end_s=2.40, slack_s=0.08) == 1
-    assert unspoken_tail(said, speech_end_s=2.40, slack_s=0.08) == 0
+    assert unspoken_tail(said + made_up, speech_end_s=2.40, slack_s=0.08).words == 1
+    assert unspoken_tail(said, speech_end_s=2.40, slack_s=0.08).words == 0
     # A real last word starts a word's length before the end of the speech.
     whole = [*said, WordTime("leave", 2.40, 2.80, 0.99), WordTime(".", 2.80, 3.0, 0.9)]
-    assert unspoken_tail(whole, speech_end_s=2.85, slack_s=0.08) == 0
-    assert unspoken_tail([], speech_end_s=1.0, slack_s=0.08) == 0
+    assert unspoken_tail(whole, speech_end_s=2.85, slack_s=0.08).words == 0
+    assert unspoken_tail([], speech_end_s=1.0, slack_s=0.08).words == 0
 
 
 def test_a_real_last_word_squeezed_into_the_last_frames_is_kept() -> None:
-    from voice.listen.listener import unspoken_tail
+    from voice.listen.spoken import unspoken_tail
     from voice.listen.whisper import WordTime
 
     # "...see you again, Phil." with the audible end at 2.72 s: the alignment ran out of
     # frames and put "Phil" at 2.82-2.84 s. Seen on a corpus clip; it is a real word.
     timed = [WordTime("again", 2.16, 2.52, 0.98), WordTime(",", 2.52, 2.82, 0.75),
              WordTime("Phil", 2.82, 2.84, 0.55), WordTime(".", 2.84, 3.88, 0.8)]  # fmt: skip
-    assert unspoken_tail(timed, speech_end_s=2.72, slack_s=0.08) == 0
+    assert unspoken_tail(timed, speech_end_s=2.72, slack_s=0.08).words == 0
+
+
+def test_a_word_too_long_for_its_sound_was_broken_off() -> None:
+    from voice.listen.spoken import unspoken_tail
+    from voice.listen.whisper import WordTime
+
+    # "...the lower case being in [1.5 s]": Whisper wrote "...being infected.", three
+    # syllables aligned from 0.18 s before the end of the speech (the sound of "in").
+    before = [WordTime("case", 1.00, 1.44, 0.93), WordTime("being", 1.44, 1.84, 0.82)]
+    lengthened = [WordTime("infected", 1.84, 2.16, 0.51), WordTime(".", 2.16, 2.3, 0.8)]
+    broken = unspoken_tail(before + lengthened, speech_end_s=2.02, slack_s=0.08)
+    assert (broken.words, broken.cut_off) == (1, True)
+    per_word = unspoken_tail(before + lengthened, 2.02, 0.08, per_syllable=False)
+    assert (per_word.words, per_word.cut_off) == (0, False)
+    # Real last words of the corpus, with the least sound seen for their syllables.
+    for word, sounded_s in (("matter", 0.22), ("involved", 0.22), ("exhibition", 0.52)):
+        last = [*before, WordTime(word, 2.0 - sounded_s, 2.1, 0.9)]
+        assert unspoken_tail(last, speech_end_s=2.0, slack_s=0.08).words == 0, word
+    # A word the decoder added after the speech is dropped, but was not begun.
+    added = unspoken_tail([*before, WordTime("today", 1.9, 2.2, 0.9)], 1.86, 0.08)
+    assert (added.words, added.cut_off) == (1, False)
+
+
+def test_syllables_are_never_overcounted() -> None:
+    from voice.listen.spoken import syllables
+
+    assert [syllables(w) for w in ("in", "infected.", "exhibition", "Phil")] == [1, 3, 4, 1]
+    # Silent endings and digits count low: a word thought longer than it is would be
+    # taken for broken off.
+    assert [syllables(w) for w in ("mobile", "opened", "600", "—")] == [2, 2, 1, 1]

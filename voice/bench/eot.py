@@ -39,7 +39,7 @@ from voice.bench.turnsets import SETS, Word, build_set, decision_points, whisper
 from voice.config import Settings
 from voice.conversation.turns import COMPLETE_PUNCTUATION, judge_turn
 from voice.errors import ConfigError
-from voice.listen.listener import spoken_part, unspoken_tail
+from voice.listen.spoken import spoken_part, unspoken_tail
 from voice.listen.whisper import WhisperEngine
 from voice.stats import p50_p95, percentile
 
@@ -78,10 +78,12 @@ def live_pass(
     result = engine.transcribe(heard, words_before(words, start), final=True, word_timing=True)
     text = " ".join(result.words)
     slack_s = settings.listen.unspoken_slack_ms / 1000.0
-    dropped = min(len(result.words), unspoken_tail(result.timed_words, at_s - start, slack_s))
+    per_syllable = settings.listen.unspoken_slack_per_syllable
+    unspoken = unspoken_tail(result.timed_words, at_s - start, slack_s, per_syllable)
+    dropped = min(len(result.words), unspoken.words)
     base_ms = settings.vad.end_silence_ms
     spoken = spoken_part(text, dropped)
-    judged = judge_turn(spoken, None, settings.turn, base_ms, dropped > 0)
+    judged = judge_turn(spoken, None, settings.turn, base_ms, dropped > 0, unspoken.cut_off)
     said = [w for w in result.timed_words if any(c.isalnum() for c in w.word)]
     last = said[-1] if said else None
     return {
@@ -89,8 +91,18 @@ def live_pass(
         "live_spoken": spoken,
         "live_rule": judged.reason,
         "live_dropped": dropped,
+        "live_cut_off": unspoken.cut_off,
         "live_last_p": round(last.probability, 3) if last else None,
         "live_last_past_s": round(last.end_s - (at_s - start), 3) if last else None,
+        "live_tail": [
+            (
+                w.word,
+                round(w.start_s - (at_s - start), 3),
+                round(w.end_s - (at_s - start), 3),
+                round(w.probability, 3),
+            )
+            for w in said[-4:]
+        ],
     }
 
 
@@ -181,6 +193,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     live_tests = {
         "live_complete": lambda r: r["live_rule"] == "complete",
         "live_dropped": lambda r: r["live_dropped"] > 0,
+        "live_cut_off": lambda r: r["live_cut_off"],
         "live_unsure_last": lambda r: (
             r["live_rule"] == "complete" and (r["live_last_p"] or 0.0) < UNSURE_WORD
         ),
@@ -242,7 +255,12 @@ def waits(rows: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
         at_ends: list[float] = []
         for r in rows:
             wait = judge_turn(
-                r["live_spoken"], None, turn, settings.vad.end_silence_ms, r["live_dropped"] > 0
+                r["live_spoken"],
+                None,
+                turn,
+                settings.vad.end_silence_ms,
+                r["live_dropped"] > 0,
+                r["live_cut_off"],
             ).silence_ms
             if r["end"]:
                 at_ends.append(wait)
@@ -283,14 +301,20 @@ def format_table(report: dict[str, Any]) -> str:
     lines += [
         "",
         "| set | the listener's pass: judged complete, pauses / ends | the guard dropped "
-        f"words | of its complete: last word p < {UNSURE_WORD} | last word runs on "
-        f"> {RUNS_ON_S} s |",
-        "| --- | --- | --- | --- | --- |",
+        "words | of them, a word broken off | of its complete: last word p < "
+        f"{UNSURE_WORD} | last word runs on > {RUNS_ON_S} s |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for name, row in report["sets"].items():
         cells = [
             f"{row[k]['pauses']}/{row['pauses']} / {row[k]['ends']}/{row['ends']}"
-            for k in ("live_complete", "live_dropped", "live_unsure_last", "live_runs_on")
+            for k in (
+                "live_complete",
+                "live_dropped",
+                "live_cut_off",
+                "live_unsure_last",
+                "live_runs_on",
+            )
         ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [

@@ -95,6 +95,9 @@ MODES: dict[str, dict[str, Any]] = {
     # Recognition windows on long turns: trimmed past this many seconds (the default: 6).
     "window_12": {"listen.max_window_s": 12.0},
     "window_8": {"listen.max_window_s": 8.0},
+    # The word-timing guard's slack for every word, not for each syllable: no word is
+    # found broken off (the guard as it first was).
+    "per_word_slack": {"listen.unspoken_slack_per_syllable": False},
 }
 
 

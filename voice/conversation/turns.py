@@ -108,10 +108,15 @@ class TurnConfig:
     pace_max_ms: int = 1500
 
 
+# Reasons that say "more is coming" on the words alone: taken before the model's opinion.
+UNFINISHED = ("incomplete", "cut_off")
+
+
 @dataclass(frozen=True)
 class TurnJudgement:
     silence_ms: int
-    reason: str  # "complete", "incomplete", "filler", "numbers", "unpunctuated" or "unsure"
+    # "complete", "incomplete", "cut_off", "filler", "numbers", "unpunctuated" or "unsure"
+    reason: str
 
 
 def judge_turn(
@@ -120,11 +125,16 @@ def judge_turn(
     config: TurnConfig,
     base_ms: int,
     ending_dropped: bool = False,
+    cut_off: bool = False,
 ) -> TurnJudgement:
     """The silence to wait for after ``text`` before the turn ends (``base_ms`` when
     neither signal says "done" nor "more to come": the ``vad.end_silence_ms``).
     ``ending_dropped``: the last words Whisper wrote, and its last mark, were dropped
-    as unspoken, so a missing mark says nothing of what it heard."""
+    as unspoken, so a missing mark says nothing of what it heard. ``cut_off``: the
+    first of them was begun but given too little sound to be said whole
+    (``voice.listen.spoken``): the speaker stopped inside a word or a phrase."""
+    if config.use_text and cut_off:
+        return TurnJudgement(config.incomplete_silence_ms, "cut_off")
     stripped = text.strip()
     if not stripped:
         return TurnJudgement(base_ms, "unsure")
@@ -242,6 +252,7 @@ class EndOfTurn:
         eot_probability: float | None,
         model_coming: bool = False,
         ending_dropped: bool = False,
+        cut_off: bool = False,
     ) -> None:
         """The words of the pause, and the model's opinion once it has one.
 
@@ -249,10 +260,10 @@ class EndOfTurn:
         still say "not finished", so only "incomplete" is taken before it. Where none
         will come (no reply was prepared for the words, or asking failed), the words
         are judged alone: waiting for it would hold the turn to the longest silence.
-        ``ending_dropped``: see :func:`judge_turn`.
+        ``ending_dropped``, ``cut_off``: see :func:`judge_turn`.
         """
-        judged = judge_turn(text, eot_probability, self.turn, self.base_ms, ending_dropped)
-        if model_coming and eot_probability is None and judged.reason != "incomplete":
+        judged = judge_turn(text, eot_probability, self.turn, self.base_ms, ending_dropped, cut_off)
+        if model_coming and eot_probability is None and judged.reason not in UNFINISHED:
             return
         silence = max(judged.silence_ms, self.pace_ms() or 0)
         self.config.end_silence_ms = silence

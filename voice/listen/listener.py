@@ -49,8 +49,9 @@ from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.agreement import LocalAgreement, drop_overlap, normalize_word, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
+from voice.listen.spoken import NOTHING_UNSPOKEN, Unspoken, spoken_part, unspoken_tail
 from voice.listen.vad import FrameClassifier, close_classifier, fresh_onset, onset_heard
-from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription, WordTime
+from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
 
 Float32Array = npt.NDArray[np.float32]
 
@@ -79,6 +80,11 @@ class ListenConfig:
     # was not said: Whisper finishes the sentence it heard into the pause ("...the door
     # to see." for "...the door to"); a real last word starts a word's length earlier.
     unspoken_slack_ms: int = 80
+    # ... and that much sound for each of its syllables: a longer word given less was
+    # broken off, or lengthened by the decoder ("...being in [pause]" written "...being
+    # infected."), and the turn is judged unfinished (voice.listen.spoken). False: the
+    # slack is one per word, however long, as the guard first had it.
+    unspoken_slack_per_syllable: bool = True
 
     def validate(self) -> None:
         if not 1.0 <= self.max_window_s < MAX_AUDIO_S:
@@ -122,7 +128,7 @@ class _Utterance:
     ended_at: int = -1  # when the endpointer fired, or -1 while speaking
     final_result: tuple[int, list[str], Transcription] | None = None  # (end, words, pass)
     finished: bool = False
-    unspoken: int = 0  # last words of final_result that the audio does not hold
+    unspoken: Unspoken = NOTHING_UNSPOKEN  # last words of final_result the audio lacks
     first_request: int = 0  # results of passes asked before a join describe other audio
 
     def audio(self) -> Float32Array:
@@ -151,40 +157,6 @@ class _Utterance:
 
     def context(self) -> str:
         return " ".join(self.agreement.committed[: self.trimmed_words])
-
-
-# A word aligned shorter than this at the very end was squeezed there: the alignment
-# ran out of frames for a real last word ("Phil" at 20 ms), it did not invent one.
-SQUEEZED_WORD_S = 0.06
-
-
-def unspoken_tail(timed: list[WordTime], speech_end_s: float, slack_s: float) -> int:
-    """How many of the last words (punctuation aside) the aligner starts at or after
-    ``speech_end_s - slack_s``: words the decoder added after the speech stopped.
-
-    Measured on the corpus's read sentences, passes as the listener sends them (to the
-    audible end + 100 ms): of 87 cuts after a function word Whisper wrote words that
-    were not said in 63, and this catches 60 of those at 80 ms; of 28 whole sentences
-    it flags none (a real last word starts a word's length before the end)."""
-    dropped = 0
-    for word in reversed(timed):
-        if not any(c.isalnum() for c in word.word):
-            continue  # punctuation: it belongs to the word before it
-        squeezed = word.end_s - word.start_s < SQUEEZED_WORD_S
-        if word.start_s < speech_end_s - slack_s or squeezed:
-            break
-        dropped += 1
-    return dropped
-
-
-def spoken_part(text: str, unspoken: int) -> str:
-    """``text`` without its last ``unspoken`` words (``unspoken_tail``), ending bare."""
-    if not unspoken:
-        return text
-    kept = text.split()[:-unspoken]
-    # All its punctuation goes: a comma before a dropped word is Whisper's guess too,
-    # and read as "unfinished" it made a real last word, dropped, cost 2 s.
-    return " ".join(kept).rstrip(".?!,;:-—…") if kept else ""
 
 
 @dataclass(frozen=True)
@@ -279,17 +251,17 @@ class Listener:
             return ""
         return " ".join(utt.agreement.committed)
 
-    def spoken_before_pause(self, utterance_id: int) -> tuple[str, bool] | None:
+    def spoken_before_pause(self, utterance_id: int) -> tuple[str, Unspoken] | None:
         """``prefetched_final`` without the last words no sound was made for (see
-        ``unspoken_tail``): what the user actually said before this pause, and whether
-        any words were dropped. Its final punctuation is Whisper's guess at an ending,
-        so where words were dropped the text ends bare, and only its last word can say
-        "unfinished"."""
+        ``voice.listen.spoken``): what the user actually said before this pause, and
+        what was dropped. Its final punctuation is Whisper's guess at an ending, so
+        where words were dropped the text ends bare, and only its last word, or a word
+        broken off, can say "unfinished"."""
         text = self.prefetched_final(utterance_id)
         utt = self._current()
-        if text is None or utt is None or not utt.unspoken:
-            return None if text is None else (text, False)
-        return (spoken_part(text, utt.unspoken), True)
+        if text is None or utt is None or not utt.unspoken.words:
+            return None if text is None else (text, NOTHING_UNSPOKEN)
+        return (spoken_part(text, utt.unspoken.words), utt.unspoken)
 
     def prefetched_final(self, utterance_id: int) -> str | None:
         """The open utterance's transcript if a pass already covers everything its final
@@ -463,7 +435,9 @@ class Listener:
             audio_start = request.end_sample - len(request.audio)
             speech_end_s = (utt.last_speech_end - audio_start) / SAMPLE_RATE
             slack_s = self.config.unspoken_slack_ms / 1000.0
-            utt.unspoken = min(len(words), unspoken_tail(result.timed_words, speech_end_s, slack_s))
+            per_syllable = self.config.unspoken_slack_per_syllable
+            unspoken = unspoken_tail(result.timed_words, speech_end_s, slack_s, per_syllable)
+            utt.unspoken = Unspoken(min(len(words), unspoken.words), unspoken.cut_off)
             if utt.ended_at >= 0:
                 return [self._final(utt, full, result)]
         if utt.ended_at >= 0:
@@ -612,5 +586,5 @@ class Listener:
         utt.cut_in_speech = False
         utt.last_pass_end = -1
         utt.final_result = None
-        utt.unspoken = 0
+        utt.unspoken = NOTHING_UNSPOKEN
         utt.first_request = self._next_request_id

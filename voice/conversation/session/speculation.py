@@ -73,11 +73,12 @@ class Speculation(SessionBase):
         pause, not the ending Whisper made up for them ("...the door to see." when only
         "...the door to" was said, which reads as finished)."""
         spoken = self.listener.spoken_before_pause(uid) if self.turn.use_word_timing else None
-        dropped = False
+        dropped = cut_off = False
         if spoken is not None:
-            said, dropped = spoken
+            said, unspoken = spoken
+            dropped, cut_off = unspoken.words > 0, unspoken.cut_off
             text = self._turn_text(said)
-        self.end_of_turn.judge(uid, text, eot, model_coming, ending_dropped=dropped)
+        self.end_of_turn.judge(uid, text, eot, model_coming, dropped, cut_off)
 
     def _watch_user_resumed(self) -> None:
         spec = self._spec
