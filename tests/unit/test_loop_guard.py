@@ -1,6 +1,6 @@
 """The guard that spots Whisper decoder loops in a hypothesis."""
 
-from voice.listen.whisper import _looks_looped, _repeat_cut
+from voice.listen.whisper import _looks_looped, _repeat_cut, _tail_loop_cut
 
 
 def test_sentence_repeated_is_a_loop_and_cut_after_first_copy() -> None:
@@ -33,3 +33,17 @@ def test_the_generation_length_leaves_room_for_the_whole_budget() -> None:
     assert generation_length(1, 164) == (328, 164)
     assert generation_length(60, 100) == (200, 100)
     assert generation_length(60, 300) == (448, 224)  # capped: Whisper's own limit
+
+
+def test_a_loop_that_runs_to_the_end_is_cut_after_its_first_copy() -> None:
+    # Seen on a joined turn's final pass: decoding again on three times the margin
+    # cost 0.8 s; the words before the loop are all that was said.
+    looped = "of movable types, then in the same operations with ugly ones."
+    looped += " In the same operations with ugly ones..."
+    assert _tail_loop_cut(looped.split()) == 11
+    unfinished = "either to the to the to the to"  # the last copy cut short
+    assert _tail_loop_cut(unfinished.split()) == 3
+    # Words after the loop were said: decoded again rather than lost.
+    went_on = "some more words, words, words. And that should be all, thanks!"
+    assert _repeat_cut(went_on.split()) == 3 and _tail_loop_cut(went_on.split()) is None
+    assert _tail_loop_cut(["no", "loop", "in", "these", "words"]) is None

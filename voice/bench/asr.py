@@ -36,6 +36,7 @@ class _CountingEngine:
         self.compute_ms = 0.0
         self.passes = 0
         self.retried = 0
+        self.cut = 0
 
     def transcribe(
         self,
@@ -48,6 +49,7 @@ class _CountingEngine:
         self.compute_ms += result.compute_ms
         self.passes += 1
         self.retried += bool(result.retries)
+        self.cut += result.loop_cut
         return result
 
 
@@ -123,6 +125,7 @@ def bench_asr(corpus: list[Clip], settings: Settings) -> dict[str, Any]:
         "real_time_factor": round(counting.compute_ms / 1000 / max(audio_s, 1e-9), 3),
         "passes": counting.passes,
         "passes_retried_for_loops": counting.retried,
+        "passes_cut_after_a_loop": counting.cut,
         "peak_rss_mb": peak_rss_mb(),
         "rows": rows,
     }  # fmt: skip

@@ -35,6 +35,7 @@ Modes are Settings overrides (:data:`MODES`); read-speech voice-to-voice is
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import logging
 import os
@@ -98,6 +99,8 @@ MODES: dict[str, dict[str, Any]] = {
     # The word-timing guard's slack for every word, not for each syllable: no word is
     # found broken off (the guard as it first was).
     "per_word_slack": {"listen.unspoken_slack_per_syllable": False},
+    # A pass that loops at its end decoded again on three times the margin, not cut.
+    "loop_retry": {"asr.cut_tail_loops": False},
 }
 
 
@@ -372,6 +375,24 @@ def run_item(item: TurnItem, settings: Settings, engines: Any) -> dict[str, Any]
     return row
 
 
+def with_decoding(engines: Any, settings: Settings) -> Any:
+    """``engines`` with the recognizer decoding as a mode's ``[asr]`` settings say. The
+    models load once for all modes, so a mode may change how a pass decodes (its
+    loops, margins, word timing), not which model or how many threads."""
+    asr = engines.asr
+    if getattr(asr, "config", settings.asr) == settings.asr:
+        return engines
+    loaded = ("model", "compute_type", "threads")
+    if any(getattr(asr.config, k) != getattr(settings.asr, k) for k in loaded):
+        raise ConfigError(
+            "a voice bench turns mode cannot change asr.model, compute_type or threads.",
+            "Run the bench once per model instead (--asr-model, --asr-threads).",
+        )
+    decoding = copy.copy(asr)
+    decoding.config = settings.asr
+    return dataclasses.replace(engines, asr=decoding)
+
+
 def whisper_model(engines: Any | None, settings: Settings) -> object:
     """The loaded faster-whisper model, or the configured one loaded for word timings
     (no engines, or an ASR engine that is not Whisper, has none to lend)."""
@@ -418,11 +439,12 @@ def bench_turns(
     }
     for mode in modes:
         mode_s, skipped = mode_settings(settings, MODES[mode])
+        mode_engines = with_decoding(engines, mode_s)
         started = time.perf_counter()
         entry: dict[str, Any] = {"overrides": MODES[mode], "skipped_settings": skipped}
         rows_by_set = {}
         for name, found in items.items():
-            rows_by_set[name] = [run_item(item, mode_s, engines) for item in found]
+            rows_by_set[name] = [run_item(item, mode_s, mode_engines) for item in found]
             entry[name] = summarize_set(rows_by_set[name])
         every = [r for rows in rows_by_set.values() for r in rows]
         entry["whole_turn_rate_all_sets"] = _rate(sum(r["whole"] for r in every), len(every))

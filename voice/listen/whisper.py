@@ -64,6 +64,11 @@ class AsrConfig:
     # heard into the silence after it ("to see." for "to"); margin frames let the
     # alignment place such a word there rather than squeeze it into the speech.
     word_timing_margin_ms: int = 1000
+    # A pass that loops only at its end ("...with ugly ones. In the same operations with
+    # ugly ones...") is cut after the loop's first copy at once, instead of decoded
+    # again on three times the margin (a 20-30 s window: 0.5-0.8 s on 2 cores, which
+    # mostly looped again). False: decode again, as before.
+    cut_tail_loops: bool = True
 
 
 @dataclass(frozen=True)
@@ -93,16 +98,21 @@ class Transcription:
     compute_ms: float = 0.0
     window_frames: int = 0
     retries: int = 0
+    loop_cut: bool = False  # the words were cut after a decoder loop's first copy
     no_speech_prob: float = 0.0
     avg_logprob: float = 0.0
     timed_words: list[WordTime] = field(default_factory=list)  # timed passes only
 
 
-def _repeat_cut(words: list[str]) -> int | None:
-    """Index after the first copy of a decoder loop: a run of three or more words said
-    twice back to back, or of one or two words said three times. People rarely do
-    either; Whisper does it when its window ends right after the speech."""
-    norm = [re.sub(r"[^\w']", "", w.lower()) for w in words]
+def _normalized(words: list[str]) -> list[str]:
+    return [re.sub(r"[^\w']", "", w.lower()) for w in words]
+
+
+def _first_loop(norm: list[str]) -> tuple[int, int] | None:
+    """Where the first decoder loop starts and its unit's length: a run of three or
+    more words said twice back to back, or of one or two words said three times.
+    People rarely do either; Whisper does it when its window ends right after the
+    speech."""
     for i in range(len(norm)):
         for size in range(1, (len(norm) - i) // 2 + 1):
             copies = 2 if size >= 3 else 3
@@ -110,8 +120,27 @@ def _repeat_cut(words: list[str]) -> int | None:
                 norm[i : i + size] == norm[i + k * size : i + (k + 1) * size]
                 for k in range(1, copies)
             ):
-                return i + size
+                return i, size
     return None
+
+
+def _repeat_cut(words: list[str]) -> int | None:
+    """Index after the first copy of a decoder loop (see :func:`_first_loop`)."""
+    loop = _first_loop(_normalized(words))
+    return None if loop is None else loop[0] + loop[1]
+
+
+def _tail_loop_cut(words: list[str]) -> int | None:
+    """Like :func:`_repeat_cut`, but only for a loop that runs to the end of the words
+    (every word after the first copy repeats it; the last copy may be unfinished):
+    cutting there loses nothing that was said, however many copies were written."""
+    norm = _normalized(words)
+    loop = _first_loop(norm)
+    if loop is None:
+        return None
+    start, size = loop
+    repeats = all(norm[j] == norm[start + (j - start) % size] for j in range(start, len(norm)))
+    return start + size if repeats else None
 
 
 def _looks_looped(words: list[str], hit_limit: bool) -> bool:
@@ -272,6 +301,7 @@ class WhisperEngine:
             room = self.config.final_window_ms - len(audio) * 1000 // SAMPLE_RATE
             pad = max(self.config.pad_ms, min(pad, room))
         retries = 0
+        cut: int | None = None
         for pad_ms in (pad, pad * 3):
             ids, hit_limit, no_speech, frames, logprob, encoded = self._run(
                 audio, pad_ms, prompt, timestamp_mode
@@ -283,12 +313,15 @@ class WhisperEngine:
                 words = tok.decode([i for i in ids if i < tok.eot]).split()
             if not _looks_looped(words, hit_limit):
                 break
-            retries += 1
             log.debug("pass looked looped at %d ms padding: %r", pad_ms, words[:20])
+            cut = _tail_loop_cut(words) if self.config.cut_tail_loops else None
+            if cut is not None:
+                break  # the loop only repeats the end: nothing is lost by cutting it
+            retries += 1
         else:  # still looping with a longer margin: keep the text up to the first repeat
             cut = _repeat_cut(words)
-            if cut is not None:
-                words = words[:cut]
+        if cut is not None:
+            words = words[:cut]
         if no_speech > self.config.no_speech_threshold and (
             len(words) <= 2 or logprob < self.config.logprob_threshold
         ):
@@ -298,7 +331,12 @@ class WhisperEngine:
             words, segments = [], []
         timed: list[WordTime] = []
         if word_timing and self.config.word_timing and words:
-            text_ids = [i for i in ids if i < tok.eot]
+            # Cut words are aligned as kept: the loop's copies would take up the frames.
+            text_ids = (
+                tok.encode(" " + " ".join(words))
+                if cut is not None
+                else [i for i in ids if i < tok.eot]
+            )
             timed = self._align(encoded, text_ids, len(audio), frames)
             if (
                 timed
@@ -319,6 +357,7 @@ class WhisperEngine:
             compute_ms=(time.perf_counter() - started) * 1000.0,
             window_frames=frames,
             retries=retries,
+            loop_cut=cut is not None,
             no_speech_prob=no_speech,
             avg_logprob=logprob,
         )
