@@ -79,8 +79,11 @@ def live_pass(
     text = " ".join(result.words)
     slack_s = settings.listen.unspoken_slack_ms / 1000.0
     per_syllable = settings.listen.unspoken_slack_per_syllable
-    unspoken = unspoken_tail(result.timed_words, at_s - start, slack_s, per_syllable)
-    dropped = min(len(result.words), unspoken.words)
+    pause_s = at_s - start  # where the speech stops in the pass's audio
+    unspoken = unspoken_tail(
+        result.timed_words, pause_s, slack_s, per_syllable, most=len(result.words)
+    )
+    dropped = unspoken.words
     base_ms = settings.vad.end_silence_ms
     spoken = spoken_part(text, dropped)
     judged = judge_turn(spoken, None, settings.turn, base_ms, dropped > 0, unspoken.cut_off)
@@ -93,12 +96,12 @@ def live_pass(
         "live_dropped": dropped,
         "live_cut_off": unspoken.cut_off,
         "live_last_p": round(last.probability, 3) if last else None,
-        "live_last_past_s": round(last.end_s - (at_s - start), 3) if last else None,
+        "live_last_past_s": round(last.end_s - pause_s, 3) if last else None,
         "live_tail": [
             (
                 w.word,
-                round(w.start_s - (at_s - start), 3),
-                round(w.end_s - (at_s - start), 3),
+                round(w.start_s - pause_s, 3),
+                round(w.end_s - pause_s, 3),
                 round(w.probability, 3),
             )
             for w in said[-4:]

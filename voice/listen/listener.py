@@ -436,8 +436,9 @@ class Listener:
             speech_end_s = (utt.last_speech_end - audio_start) / SAMPLE_RATE
             slack_s = self.config.unspoken_slack_ms / 1000.0
             per_syllable = self.config.unspoken_slack_per_syllable
-            unspoken = unspoken_tail(result.timed_words, speech_end_s, slack_s, per_syllable)
-            utt.unspoken = Unspoken(min(len(words), unspoken.words), unspoken.cut_off)
+            utt.unspoken = unspoken_tail(
+                result.timed_words, speech_end_s, slack_s, per_syllable, most=len(words)
+            )
             if utt.ended_at >= 0:
                 return [self._final(utt, full, result)]
         if utt.ended_at >= 0:

@@ -61,13 +61,18 @@ def syllables(word: str) -> int:
 
 
 def unspoken_tail(
-    timed: list[WordTime], speech_end_s: float, slack_s: float, per_syllable: bool = True
+    timed: list[WordTime],
+    speech_end_s: float,
+    slack_s: float,
+    per_syllable: bool = True,
+    most: int | None = None,
 ) -> Unspoken:
     """The last words (punctuation aside) whose part before ``speech_end_s`` is shorter
     than ``slack_s`` for each of their syllables: words the decoder added after the
     speech stopped (one syllable: it starts within ``slack_s`` of the end, or later),
     or a word too long for the sound it was given. ``per_syllable`` False: ``slack_s``
-    for every word, however long (no word is found broken off)."""
+    for every word, however long (no word is found broken off). ``most``: no more
+    words than this are dropped (the pass's words that are the caller's to drop)."""
     dropped = 0
     cut_off = False
     for word in reversed(timed):
@@ -81,7 +86,7 @@ def unspoken_tail(
             break
         dropped += 1
         cut_off = word.start_s < speech_end_s - slack_s  # begun, and only too short
-    return Unspoken(dropped, cut_off)
+    return Unspoken(dropped if most is None else min(most, dropped), cut_off)
 
 
 def spoken_part(text: str, unspoken: int) -> str:
