@@ -386,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--sets",
-        help="turns: comma-separated sets of hesitation, pairs, conversation (default: all)",
+        help="turns, eot: comma-separated sets of hesitation, pairs, conversation (default: "
+        "those three), hesitation_heldout (pauses at places the rules were not tuned on)",
     )
     p.add_argument(
         "--modes",

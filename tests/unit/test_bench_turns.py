@@ -206,6 +206,16 @@ def test_the_pause_goes_after_the_function_word_nearest_the_middle() -> None:
     assert hesitation_point([(" Go", 0.0, 0.2), (" to", 0.2, 0.3)]) is None  # "to" is last
 
 
+def test_the_held_out_pause_is_never_the_tuned_sets_word() -> None:
+    tuned = hesitation_point(WORDS)
+    assert tuned is not None
+    # Two-thirds of the way through is nearest "the" too, so the next nearest is taken.
+    index, _ = hesitation_point(WORDS, 2 / 3, avoid=tuned[0]) or (-1, 0.0)
+    assert WORDS[index][0] == " of"
+    only = [(" Go", 0.0, 0.2), (" to", 0.2, 0.3), (" bed", 0.35, 0.6)]
+    assert hesitation_point(only, 2 / 3, avoid=1) is None  # no other word to pause after
+
+
 def test_room_tone_is_the_clips_own_quiet_not_digital_silence() -> None:
     audio = tone_words(WORDS, 3.0)
     tone = room_tone(audio, 1.2)

@@ -46,7 +46,15 @@ from typing import Any
 
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.conversation import BENCH_REPLY_TOKENS, _live_replies, _rate
-from voice.bench.turnsets import MIN_PAUSE_S, SETS, Interval, TurnItem, build_set, whisper_words
+from voice.bench.turnsets import (
+    EXTRA_SETS,
+    MIN_PAUSE_S,
+    SETS,
+    Interval,
+    TurnItem,
+    build_set,
+    whisper_words,
+)
 from voice.config import Settings
 from voice.errors import ConfigError
 from voice.stats import normalize_text, p50_p95, percentile, word_errors
@@ -418,11 +426,12 @@ def bench_turns(
 
     sets = sets or list(SETS)
     modes = modes or ["default"]
-    unknown = [m for m in modes if m not in MODES] + [s for s in sets if s not in SETS]
+    known_sets = SETS + EXTRA_SETS
+    unknown = [m for m in modes if m not in MODES] + [s for s in sets if s not in known_sets]
     if unknown:
         raise ConfigError(
             f"unknown turn bench mode or set: {', '.join(unknown)}.",
-            f"Modes: {', '.join(MODES)}; sets: {', '.join(SETS)}.",
+            f"Modes: {', '.join(MODES)}; sets: {', '.join(known_sets)}.",
         )
     base, _ = mode_settings(settings, {})
     engines = load_engines(base)

@@ -7,6 +7,11 @@
   pause after "the" must not).
 - ``pairs``: two sentences of one speaker joined by 0.8-1.5 s of room tone: the
   pause looks finished, so a reply may start, but the answer must cover both.
+- ``hesitation_heldout`` (not run unless named): the same kind of pause at places the
+  rules were never tuned on: in every read sentence, after the function word nearest
+  two-thirds of the way through (never the ``hesitation`` set's word), 0.7-1.5 s. The
+  end-of-turn rules were chosen on ``hesitation``; this set says whether they hold
+  elsewhere.
 - ``conversation``: spontaneous speech (AMI meeting headsets and monologues, the MFA
   monologues), cut into the speakers' turns: a turn runs until another speaker
   takes the floor (a segment of 1 s or more that the holder does not talk through),
@@ -43,10 +48,14 @@ WordsOf = Callable[[Float32Array], list[Word]]
 Interval = tuple[float, float]
 
 SETS = ("hesitation", "pairs", "conversation")
+# Known sets that are run only when named (``--sets``): held out from the defaults' tuning.
+EXTRA_SETS = ("hesitation_heldout",)
 MIN_PAUSE_S = 0.2  # a silence this long inside a turn is a mid-turn pause
 LEAD_S = 0.5  # room tone before the speech (the VAD's pre-roll needs history)
 TAIL_S = 1.0  # room tone after it, so the end is not a cliff into digital silence
 HESITATION_PAUSES_S = (0.5, 1.0, 1.5, 2.0)
+HELDOUT_PAUSES_S = (0.7, 1.0, 1.3, 1.5)  # all within the target's 1.5 s
+HELDOUT_AT = 2 / 3  # where in the sentence the held-out set pauses (the main set: 1/2)
 PAIR_PAUSES_S = (0.8, 1.0, 1.2, 1.5)
 MIN_SENTENCE_S = 2.5
 # The shortest sentences that qualify, to keep one mode's run in minutes on 2 cores:
@@ -196,17 +205,20 @@ def _shift(spans: list[Interval], by: float) -> list[Interval]:
 # -- (a) hesitations -----------------------------------------------------------------
 
 
-def hesitation_point(words: list[Word]) -> tuple[int, float] | None:
-    """Where to pause: after the function word nearest the middle of the sentence that
-    is not its last word; (index of the word, boundary in seconds)."""
+def hesitation_point(
+    words: list[Word], at: float = 0.5, avoid: int | None = None
+) -> tuple[int, float] | None:
+    """Where to pause: after the function word nearest ``at`` of the way through the
+    sentence (its middle by default) that is not its first or last word, nor word
+    ``avoid``; (index of the word, boundary in seconds)."""
     spoken = [(normalize_text(w), s, e) for w, s, e in words]
-    middle = (spoken[0][1] + spoken[-1][2]) / 2 if spoken else 0.0
+    target = spoken[0][1] + at * (spoken[-1][2] - spoken[0][1]) if spoken else 0.0
     best: tuple[int, float] | None = None
     for i, (word, _, end) in enumerate(spoken[:-1]):
-        if word not in FUNCTION_WORDS or i == 0:
+        if word not in FUNCTION_WORDS or i == 0 or i == avoid:
             continue
         boundary = (end + spoken[i + 1][1]) / 2 if spoken[i + 1][1] > end else end
-        if best is None or abs(boundary - middle) < abs(best[1] - middle):
+        if best is None or abs(boundary - target) < abs(best[1] - target):
             best = (i, boundary)
     return best
 
@@ -222,6 +234,7 @@ def splice(audio: Float32Array, at_s: float, pause_s: float) -> Float32Array:
 def build_hesitations(
     clips: list[Clip], words_of: WordsOf, most: int = HESITATION_ITEMS
 ) -> list[TurnItem]:
+    """The ``most`` shortest sentences, each paused after its middle function word."""
     items: list[TurnItem] = []
     for clip in sorted(clips, key=lambda c: (c.seconds, c.name)):
         if len(items) >= most:
@@ -232,18 +245,42 @@ def build_hesitations(
         if point is None:
             log.info("hesitation set: no function word to pause after in %s", clip.name)
             continue
-        i, boundary = point
-        at = _quietest_near(audio, boundary, words[i][2] - 0.03, words[i + 1][1] + 0.06)
         pause = HESITATION_PAUSES_S[len(items) % len(HESITATION_PAUSES_S)]
-        before = " ".join(w.strip() for w, _, _ in words[max(0, i - 3) : i + 1])
-        note = f"...{before} [{pause:.1f} s] {words[i + 1][0].strip()}..."
-        name = f"hesitation-{clip.name}-{pause:.1f}s"
-        items.append(
-            _read_item(
-                "hesitation", name, splice(audio, at, pause), audio, clip.text, pause, note, at
-            )
-        )
+        items.append(_hesitation_item("hesitation", clip, audio, words, point, pause))
     return items
+
+
+def build_heldout_hesitations(clips: list[Clip], words_of: WordsOf) -> list[TurnItem]:
+    """Every sentence, paused after the function word nearest ``HELDOUT_AT`` of the way
+    through that the ``hesitation`` set does not pause after."""
+    items: list[TurnItem] = []
+    for clip in sorted(clips, key=lambda c: (c.seconds, c.name)):
+        audio = read_wav(clip.path)
+        words = words_of(audio)
+        if len(words) < 3:
+            continue
+        tuned = hesitation_point(words)
+        point = hesitation_point(words, HELDOUT_AT, tuned[0] if tuned else None)
+        if point is None:
+            log.info("held-out hesitations: no other function word in %s", clip.name)
+            continue
+        pause = HELDOUT_PAUSES_S[len(items) % len(HELDOUT_PAUSES_S)]
+        items.append(_hesitation_item("hesitation_heldout", clip, audio, words, point, pause))
+    return items
+
+
+def _hesitation_item(
+    kind: str, clip: Clip, audio: Float32Array, words: list[Word], point: tuple[int, float],
+    pause: float,
+) -> TurnItem:  # fmt: skip
+    """``clip`` with ``pause`` of its room tone spliced in after word ``point[0]``, at
+    the quietest instant near the boundary."""
+    i, boundary = point
+    at = _quietest_near(audio, boundary, words[i][2] - 0.03, words[i + 1][1] + 0.06)
+    before = " ".join(w.strip() for w, _, _ in words[max(0, i - 3) : i + 1])
+    note = f"...{before} [{pause:.1f} s] {words[i + 1][0].strip()}..."
+    name = f"{kind.replace('_', '-')}-{clip.name}-{pause:.1f}s"
+    return _read_item(kind, name, splice(audio, at, pause), audio, clip.text, pause, note, at)
 
 
 def _read_item(
@@ -436,12 +473,17 @@ def build_set(
             if words_of is None:
                 raise ValueError("the hesitation set needs word timestamps (words_of)")
             _CACHE[key] = build_hesitations(read_clips(root), words_of)
+        elif name == "hesitation_heldout":
+            if words_of is None:
+                raise ValueError("the hesitation set needs word timestamps (words_of)")
+            _CACHE[key] = build_heldout_hesitations(read_clips(root), words_of)
         elif name == "pairs":
             _CACHE[key] = build_pairs(read_clips(root), _speakers(root))
         elif name == "conversation":
             _CACHE[key] = build_conversation(root / "conversation")
         else:
-            raise ValueError(f"unknown turn set {name!r}; known: {', '.join(SETS)}")
+            known = ", ".join(SETS + EXTRA_SETS)
+            raise ValueError(f"unknown turn set {name!r}; known: {known}")
     return _CACHE[key]
 
 
