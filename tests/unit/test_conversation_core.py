@@ -251,17 +251,39 @@ def test_words_whisper_gave_no_mark_wait_longer_when_asked() -> None:
     assert (dropped.reason, dropped.silence_ms) == ("unsure", 600)
 
 
+def test_words_that_need_more_are_waited_out() -> None:
+    """A determiner ("his"), a pronoun's contracted auxiliary ("it's", "I'll": never a
+    sentence's last word) is unfinished whatever mark Whisper gave; an auxiliary or a
+    demonstrative with no mark ("so what I'm having is") is too, but with one it may end
+    the turn ("That's what it is.", "Yes, we can.")."""
+    config = TurnConfig()
+    for text in ("Stuff it into you, his", "and that's", "I think you'll", "It's."):
+        assert judge_turn(text, None, config, 600).reason == "incomplete", text
+    for text in ("so what I'm having is", "the builder where", "So this"):
+        judged = judge_turn(text, None, config, 600)
+        assert (judged.reason, judged.silence_ms) == ("incomplete", 2000), text
+    # The guard dropped Whisper's made-up ending after the word: no mark, more to come.
+    assert judge_turn("what I'm having is", None, config, 600, True).reason == "incomplete"
+    for text in ("That's what it is.", "Yes, we can.", "Is it?", "I like those!"):
+        assert judge_turn(text, None, config, 600).reason == "complete", text
+    assert judge_turn("so what I'm having is", None, TurnConfig(open_words=""), 600).reason == (
+        "unpunctuated"
+    )
+
+
 def test_a_word_broken_off_before_the_pause_is_waited_out() -> None:
     """The guard found the last word begun but given too little sound for its syllables
     ("...being in [pause]" written "...being infected."): whatever the words kept look
     like, the speaker stopped inside a phrase, and gets the unfinished phrase's wait."""
     config = TurnConfig()
-    args = ("the lower case being", None, config, 600)
+    # (The words kept here end on a noun: "being", an open word, would be waited out
+    # on its own.)
+    args = ("the lower case", None, config, 600)
     broken = judge_turn(*args, ending_dropped=True, cut_off=True)
     assert (broken.reason, broken.silence_ms) == ("cut_off", config.incomplete_silence_ms)
     assert judge_turn(*args, ending_dropped=True).reason == "unsure"
     text_off = TurnConfig(use_text=False)
-    assert judge_turn("the lower case being", None, text_off, 600, True, True).silence_ms == 600
+    assert judge_turn("the lower case", None, text_off, 600, True, True).silence_ms == 600
 
 
 def test_a_sure_end_of_turn_shortens_the_wait() -> None:

@@ -109,6 +109,17 @@ MODES: dict[str, dict[str, Any]] = {
     "per_word_slack": {"listen.unspoken_slack_per_syllable": False},
     # A pass that loops at its end decoded again on three times the margin, not cut.
     "loop_retry": {"asr.cut_tail_loops": False},
+    # The unfinished words as they were before 3 December: no determiner "his", no
+    # pronoun's contracted auxiliary ("it's"), no open words without a mark ("is").
+    "open_words_off": {
+        "turn.open_words": "",
+        "turn.continuation_words": (
+            "um uh er erm like and but or so because cause then also plus "
+            "the a an my your our their its "
+            "to of in on at for with from by about into onto over under than as if "
+            "let's whether which"
+        ),
+    },
 }
 
 

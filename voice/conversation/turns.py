@@ -34,12 +34,26 @@ from dataclasses import dataclass
 from voice.listen.agreement import normalize_word
 from voice.listen.endpoint import EndpointConfig
 
-# Words after which nobody ends a turn on purpose.
+# Words after which nobody ends a turn on purpose. A pronoun's contracted auxiliary
+# ("it's", "we're", "I'll") is never the last word of a sentence: at an end English
+# says it whole ("I know where it is").
 CONTINUATION_WORDS = (
     "um uh er erm like and but or so because cause then also plus "
-    "the a an my your our their its "
-    "to of in on at for with from by about into onto over under than as if "
-    "let's whether which"
+    "the a an my your our their its his whose every very "
+    "to of in on at for with from by about into onto over under than as if till until "
+    "let's whether which "
+    "i'm you're we're they're he's she's it's that's there's here's what's who's "
+    "i'll you'll we'll they'll he'll she'll it'll i've you've we've they've "
+    "i'd you'd we'd they'd he'd she'd"
+)
+
+# Words that end a sentence only when said as an end, which Whisper marks ("That's
+# what it is.", "Yes, we can."): the same words with no mark after them are a speaker
+# stopping before what the auxiliary or the determiner needs ("so what I'm having is
+# [0.8 s] ...", "...into you, his [1.3 s] belly").
+OPEN_WORDS = (
+    "is are was were am will would can could should must might may been being "
+    "this these those some any where"
 )
 
 # Hesitation sounds: the speaker holds the floor while searching for words.
@@ -85,6 +99,8 @@ class TurnConfig:
     # unfinished sentence read as finished.
     use_word_timing: bool = True
     continuation_words: str = CONTINUATION_WORDS  # space-separated
+    # Unfinished only where no ".", "?" or "!" follows them; "" turns the rule off.
+    open_words: str = OPEN_WORDS  # space-separated
     subordinators: str = SUBORDINATORS  # space-separated; "" turns the clause rule off
     # One turn, however many pauses (voice.conversation.continuation): speech that starts
     # within continue_window_ms of the end of the user's speech, over a reply heard for
@@ -156,6 +172,8 @@ def judge_turn(
     if config.use_text and not asks and _reading_out_numbers(_last_sentence(stripped)):
         return TurnJudgement(config.numbers_silence_ms, "numbers")
     punctuated = stripped.endswith(COMPLETE_PUNCTUATION)
+    if config.use_text and not punctuated and last in config.open_words.split():
+        return TurnJudgement(config.incomplete_silence_ms, "incomplete")
     # The model's "no" only counts where the text has no full stop of its own: it
     # gives statements to an assistant a low probability even when they are whole.
     if model is not None and model < config.eot_incomplete and not punctuated:
