@@ -386,8 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--sets",
-        help="turns, eot: comma-separated sets of hesitation, pairs, conversation (default: "
-        "those three), hesitation_heldout (pauses at places the rules were not tuned on)",
+        help="turns, eot, prosody: comma-separated sets of hesitation, pairs, conversation "
+        "(default: those three), hesitation_heldout (pauses where the rules were not tuned)",
     )
     p.add_argument(
         "--modes",

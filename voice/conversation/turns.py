@@ -5,8 +5,10 @@ or rude (a thinking pause after "and" becomes the end of the turn). We wait
 less when the words so far look like a finished turn and longer when they
 plainly are not. Two signals, each measured by ``voice bench conversation``:
 
-- The text: a trailing filler ("um"), conjunction ("and"), article or
-  preposition, or a trailing comma, means more is coming; so does a last
+- The text: a trailing filler ("um"), conjunction ("and"), article, possessive,
+  preposition, a pronoun's contracted auxiliary ("it's"), or a trailing comma, means
+  more is coming, and so does an auxiliary or a demonstrative ("is", "can", "this")
+  that Whisper gave no mark (with one it may be an end: "Yes, we can."); so does a last
   sentence that is only a subordinate clause ("If it rains tomorrow.", "When
   it was the night."): people pause after one before the main clause, and
   Whisper puts a full stop at the pause. A last sentence of only numbers
