@@ -232,40 +232,28 @@ def splice(audio: Float32Array, at_s: float, pause_s: float) -> Float32Array:
 
 
 def build_hesitations(
-    clips: list[Clip], words_of: WordsOf, most: int = HESITATION_ITEMS
-) -> list[TurnItem]:
-    """The ``most`` shortest sentences, each paused after its middle function word."""
+    clips: list[Clip], words_of: WordsOf, most: int | None = HESITATION_ITEMS,
+    held_out: bool = False,
+) -> list[TurnItem]:  # fmt: skip
+    """The ``most`` shortest sentences (None: all), each paused after its middle function
+    word; ``held_out``: after the one nearest ``HELDOUT_AT`` of the way through that the
+    tuned set does not pause after (the ``hesitation_heldout`` set)."""
+    kind = "hesitation_heldout" if held_out else "hesitation"
+    pauses = HELDOUT_PAUSES_S if held_out else HESITATION_PAUSES_S
     items: list[TurnItem] = []
     for clip in sorted(clips, key=lambda c: (c.seconds, c.name)):
-        if len(items) >= most:
+        if most is not None and len(items) >= most:
             break
         audio = read_wav(clip.path)
         words = words_of(audio)
         point = hesitation_point(words) if len(words) >= 3 else None
+        if held_out and point is not None:
+            point = hesitation_point(words, HELDOUT_AT, avoid=point[0])
         if point is None:
-            log.info("hesitation set: no function word to pause after in %s", clip.name)
+            log.info("%s set: no function word to pause after in %s", kind, clip.name)
             continue
-        pause = HESITATION_PAUSES_S[len(items) % len(HESITATION_PAUSES_S)]
-        items.append(_hesitation_item("hesitation", clip, audio, words, point, pause))
-    return items
-
-
-def build_heldout_hesitations(clips: list[Clip], words_of: WordsOf) -> list[TurnItem]:
-    """Every sentence, paused after the function word nearest ``HELDOUT_AT`` of the way
-    through that the ``hesitation`` set does not pause after."""
-    items: list[TurnItem] = []
-    for clip in sorted(clips, key=lambda c: (c.seconds, c.name)):
-        audio = read_wav(clip.path)
-        words = words_of(audio)
-        if len(words) < 3:
-            continue
-        tuned = hesitation_point(words)
-        point = hesitation_point(words, HELDOUT_AT, tuned[0] if tuned else None)
-        if point is None:
-            log.info("held-out hesitations: no other function word in %s", clip.name)
-            continue
-        pause = HELDOUT_PAUSES_S[len(items) % len(HELDOUT_PAUSES_S)]
-        items.append(_hesitation_item("hesitation_heldout", clip, audio, words, point, pause))
+        pause = pauses[len(items) % len(pauses)]
+        items.append(_hesitation_item(kind, clip, audio, words, point, pause))
     return items
 
 
@@ -476,7 +464,7 @@ def build_set(
         elif name == "hesitation_heldout":
             if words_of is None:
                 raise ValueError("the hesitation set needs word timestamps (words_of)")
-            _CACHE[key] = build_heldout_hesitations(read_clips(root), words_of)
+            _CACHE[key] = build_hesitations(read_clips(root), words_of, None, held_out=True)
         elif name == "pairs":
             _CACHE[key] = build_pairs(read_clips(root), _speakers(root))
         elif name == "conversation":
