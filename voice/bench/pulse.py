@@ -85,6 +85,15 @@ class PulseRig:
         subprocess.run(["pulseaudio", "--kill"], env=self.env, timeout=10, check=False)
 
 
+def _ctrl_c_stops() -> None:
+    """In the child, before ``voice listen`` starts: Ctrl-C (SIGINT) as a terminal gives
+    it. A process started in the background by a shell without job control (``nohup
+    pytest &``, some CI runners) ignores SIGINT, its children inherit that, and Python
+    then leaves it ignored: :meth:`ListenProcess.stop` waited 20 s for nothing and
+    killed it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class ListenProcess:
     """`voice listen --json` in a subprocess; its events are collected as they come."""
 
@@ -92,6 +101,7 @@ class ListenProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "voice.cli", "listen", "--json", *flags],
             env={**rig.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=_ctrl_c_stops,
         )  # fmt: skip
         self.events: list[dict[str, Any]] = []
         self.errors: list[str] = []
