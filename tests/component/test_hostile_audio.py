@@ -182,7 +182,10 @@ def test_a_very_long_utterance_keeps_a_bounded_buffer_and_a_transcript() -> None
     # charged to the audio clock: on a loaded CI machine 30.08 s was seen).
     assert most <= 31 * 16000
     text = " ".join(f.text for f in finals).lower()
-    assert "fellow americans" in text and "glad to see you" in text
+    # Words from its first clip and its last ("...glad to see you again, Phil."): the
+    # last clip's opening varies with where the pauses' passes fall ("Lord, what I'm
+    # like to see you again, Phil!" was seen), its close does not.
+    assert "fellow americans" in text and "see you again" in text, text
     said = " ".join(reference(n) for n in names * 3)
     errors, words = word_errors(said, text)
     assert errors / words < 0.4, text
