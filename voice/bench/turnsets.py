@@ -457,14 +457,12 @@ def build_set(
     root = corpus or DEFAULT_CORPUS
     key = (name, str(root))
     if key not in _CACHE:
-        if name == "hesitation":
+        if name in ("hesitation", "hesitation_heldout"):
             if words_of is None:
-                raise ValueError("the hesitation set needs word timestamps (words_of)")
-            _CACHE[key] = build_hesitations(read_clips(root), words_of)
-        elif name == "hesitation_heldout":
-            if words_of is None:
-                raise ValueError("the hesitation set needs word timestamps (words_of)")
-            _CACHE[key] = build_hesitations(read_clips(root), words_of, None, held_out=True)
+                raise ValueError(f"the {name} set needs word timestamps (words_of)")
+            held_out = name == "hesitation_heldout"
+            most = None if held_out else HESITATION_ITEMS
+            _CACHE[key] = build_hesitations(read_clips(root), words_of, most, held_out)
         elif name == "pairs":
             _CACHE[key] = build_pairs(read_clips(root), _speakers(root))
         elif name == "conversation":

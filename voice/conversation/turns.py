@@ -52,7 +52,7 @@ CONTINUATION_WORDS = (
 # Words that end a sentence only when said as an end, which Whisper marks ("That's
 # what it is.", "Yes, we can."): the same words with no mark after them are a speaker
 # stopping before what the auxiliary or the determiner needs ("so what I'm having is
-# [0.8 s] ...", "...into you, his [1.3 s] belly").
+# [0.8 s] ...", "So this [0.2 s] ...").
 OPEN_WORDS = (
     "is are was were am will would can could should must might may been being "
     "this these those some any where"
