@@ -48,6 +48,20 @@ def test_speech_over_a_reply_heard_a_little_longer_is_a_late_candidate() -> None
         assert rule.previous_of(9, played_ms=heard) is None, (limit, heard)
 
 
+def test_a_two_second_hesitation_after_finished_looking_words_joins_the_turn() -> None:
+    """The issue's hesitations run to 2 s. After words that look finished the reply
+    starts 0.5 s into the pause, so the user who goes on has heard 1.5 s of it, and
+    the VAD hears their onset a syllable later: 1.8 s here joins by default, not with
+    the limit as it was (1.5 s)."""
+    script = [at(tone(1.0), 0.5), after(tone(0.8), "reply_start", 1.8)]
+    result, _ = run(script)
+    (continued,) = of(result, "turn_continued")
+    assert 1500 < continued["heard_ms"] <= TurnConfig().continue_late_max_heard_ms
+    assert of(result, "reply_start")[-1]["text"].startswith("one two three four five six")
+    result, _ = run(script, turn=TurnConfig(continue_late_max_heard_ms=1500))
+    assert not of(result, "turn_continued")
+
+
 def test_going_on_after_more_than_a_second_of_reply_joins_the_turn_on_three_words() -> None:
     """1.3 s of the reply heard: a first word does not cut it (a "stop" can read "start."
     in its first partial); it stays paused, without resuming over the words, and joins

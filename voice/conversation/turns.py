@@ -114,8 +114,11 @@ class TurnConfig:
     continue_max_heard_ms: int = 1000
     # Over that and up to this, it joins once a partial has three words, or on its final
     # (a stop phrase stops): a reader who went on 1.08 s into a reply was answered as a
-    # fragment at 1000. The reply stays paused until then. 0: no such joins.
-    continue_late_max_heard_ms: int = 1500
+    # fragment at 1000. The reply stays paused until then. 0: no such joins. 2000: a
+    # hesitation of up to 2 s (the range) after finished-looking words (a reply
+    # 0.5 s in), heard by the VAD a syllable late; at 1500 a 2.0 s pause heard at
+    # 1.54 s of reply was answered as a fragment (voice bench turns --modes late_1500).
+    continue_late_max_heard_ms: int = 2000
     # The speaker's own pace: after finished-looking words, wait at least as long as
     # pace_percentile of this speaker's pauses inside their speech so far (once
     # pace_min_pauses were seen; at most pace_max_ms). Off by default: measured in
