@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from voice.audio import read_wav
+from voice.audio.format import sound_onset
 from voice.errors import ModelNotFoundError, VoiceError
 from voice.speak.tts import PiperTts, TtsConfig
 from voice.stats import wer
@@ -129,6 +130,20 @@ def test_abort_cuts_a_sentence_short_from_another_thread(tts: PiperTts) -> None:
         aborter.join()
     assert aborted < whole / 2  # measured in the same run: it stopped, not finished
     assert tts.synthesize_all("Still fine.").size > 0  # the next run is unaffected
+
+
+def test_each_sentence_starts_at_its_sound(tts: PiperTts) -> None:
+    """Piper opens a sentence with up to ~80 ms of near-silence; the user would wait
+    through it after the reply began to play. Cut to ``lead_in_ms`` before the sound,
+    and nothing of the sound is lost."""
+    as_rendered = PiperTts(TtsConfig(output_rate=16000, lead_in_ms=-1))
+    texts = ("Hello there, how can I help?", "I think so.", "The capital is Paris.")
+    rendered = [sound_onset(next(iter(as_rendered.synthesize(text)))) for text in texts]
+    assert max(rendered) > 30 * 16, rendered  # what the user waited through before
+    for text in texts:
+        first = next(iter(tts.synthesize(text)))
+        assert sound_onset(first) <= 10 * 16, text  # lead_in_ms = 10 at 16 kHz
+        assert len(first) > 16000 * 0.3, text  # the sentence itself is all there
 
 
 def test_faster_rate_gives_shorter_audio(tts: PiperTts) -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from voice.audio import Resampler, float_to_pcm16, pcm16_to_float, read_wav, resample, write_wav
+from voice.audio.format import sound_onset
 from voice.audio.wav import read_wav_native
 from voice.errors import AudioFormatError
 
@@ -128,3 +129,11 @@ def test_a_click_in_half_a_frame_is_3_db_louder_than_the_frame_says() -> None:
     assert abs(burst_level_db(frame) - level_db(frame) - 3.0) < 0.5
     steady = 0.1 * np.sin(np.linspace(0, 40 * np.pi, 320)).astype(np.float32)
     assert abs(burst_level_db(steady) - level_db(steady)) < 0.1
+
+
+def test_the_sound_begins_at_the_first_sample_over_the_level() -> None:
+    quiet = np.full(800, 0.001, dtype=np.float32)  # dither, a synthesizer's near-silence
+    loud = np.sin(np.linspace(0, 60, 1600)).astype(np.float32) * 0.5
+    assert sound_onset(np.concatenate([quiet, loud])) == 800 + int(np.argmax(np.abs(loud) > 0.005))
+    assert sound_onset(quiet) == len(quiet)  # no sound at all
+    assert sound_onset(np.zeros(0, dtype=np.float32)) == 0

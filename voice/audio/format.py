@@ -14,6 +14,8 @@ FRAME_MS = 20
 FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
 
 Float32Array = npt.NDArray[np.float32]
+# -46 dBFS: below any speech sound, above a synthesizer's near-silence and dither.
+ONSET_LEVEL = 0.005
 Int16Array = npt.NDArray[np.int16]
 
 
@@ -43,6 +45,13 @@ def to_pcm16(audio: npt.NDArray[np.floating]) -> bytes:
     """Float samples as PCM16 little-endian bytes: the WebSocket protocol's wire format
     both ways, and what WebRTC's echo canceller takes (so it lives here, below both)."""
     return float_to_pcm16(audio).astype("<i2").tobytes()
+
+
+def sound_onset(audio: npt.NDArray[np.floating], level: float = ONSET_LEVEL) -> int:
+    """The index of the first sample louder than ``level`` (full scale 1.0): where the
+    sound begins; ``len(audio)`` when none is."""
+    loud = np.flatnonzero(np.abs(np.asarray(audio, dtype=np.float32)) > level)
+    return int(loud[0]) if loud.size else len(audio)
 
 
 def level_db(audio: npt.NDArray[np.floating]) -> float:

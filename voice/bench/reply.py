@@ -3,9 +3,10 @@
 Measured in one run on the configured LLM and voice: time to first token
 with an empty KV cache (cold) and with the conversation so far cached (warm),
 decode speed, time from the first chunk's text to its first audio, Piper's
-real-time factor, cancel latency (cancel to the model being free), and time
+real-time factor, cancel latency (cancel to the model being free), time
 to first audio with sentence chunking against waiting for the whole reply
-and synthesising it at once.
+and synthesising it at once, and how much near-silence opens the first audio
+(what the user waits through after it starts to play: ``tts.lead_in_ms``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import threading
 import time
 from typing import Any
 
+from voice.audio.format import sound_onset
 from voice.bench.asr import peak_rss_mb
 from voice.config import Settings
 from voice.reply.history import History
-from voice.reply.pipeline import ReplyDone, speak_reply
+from voice.reply.pipeline import ReplyDone, SpokenAudio, speak_reply
 from voice.speak.tts import PiperTts
 from voice.stats import p50_p95, percentile
 from voice.think.backend import LlmBackend, make_backend, prefill
@@ -78,17 +80,23 @@ def bench_reply(settings: Settings, rounds: int = 8) -> dict[str, Any]:
     ttfa_chunked: list[float] = []
     ttfa_whole: list[float] = []
     cancels: list[float] = []
+    lead_ins: list[float] = []
     tts_compute = tts_audio = 0.0
     for number, question in enumerate(questions):
         messages = history.prompt_for(question)
         # The real turn. Warm: the cache holds the conversation so far, reply included,
         # so only the new user turn is pre-filled (the first round starts cold).
         done: ReplyDone | None = None
+        lead_in: float | None = None
         chunking = settings.tts.first_chunk_max_chars
         for item in speak_reply(llm, tts, messages, first_chunk_max_chars=chunking):
             if isinstance(item, ReplyDone):
                 done = item
+            elif isinstance(item, SpokenAudio) and lead_in is None:  # the reply's first
+                lead_in = sound_onset(item.audio) * 1000 / tts.output_rate
         assert done is not None
+        if lead_in is not None:
+            lead_ins.append(lead_in)
         t = done.timings
         if t.first_token_s is not None and number > 0:
             warm.append(t.first_token_s * 1000)
@@ -132,6 +140,7 @@ def bench_reply(settings: Settings, rounds: int = 8) -> dict[str, Any]:
         "tts_real_time_factor": round(tts_compute / max(tts_audio, 1e-9), 3),
         "cancel_latency_ms": p50_p95(cancels),
         "first_audio_chunked_ms": p50_p95(ttfa_chunked),
+        "first_audio_lead_in_ms": p50_p95(lead_ins),
         "first_audio_whole_reply_ms": p50_p95(ttfa_whole),
         "first_audio_speedup_p50_chunked_vs_whole": round(p50_whole / max(p50_chunked, 1.0), 2),
         "peak_rss_mb": peak_rss_mb(),

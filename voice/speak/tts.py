@@ -26,7 +26,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from voice.audio import resample
+from voice.audio import ms_to_samples, resample
+from voice.audio.format import sound_onset
 from voice.errors import ConfigError, VoiceError
 from voice.speak.speakable import to_speakable
 
@@ -65,6 +66,10 @@ class TtsConfig:
             internal rate, 0 means the voice's native rate (no resampling).
         first_chunk_max_chars: a reply's first spoken chunk is cut near this length
             (see :class:`voice.speak.chunking.SentenceChunker`); 0 turns it off.
+        lead_in_ms: each sentence's audio starts this long before its first sound.
+            Piper opens a sentence with 0-80 ms of near-silence, which the user waits
+            through before a reply is heard (the first sample is played, the first
+            sound is not); -1 keeps the audio as rendered.
     """
 
     voice: str = "default"
@@ -73,6 +78,7 @@ class TtsConfig:
     pitch: float = 1.0
     output_rate: int = 16000
     first_chunk_max_chars: int = 24
+    lead_in_ms: int = 10
 
 
 def _cancel_check(cancel: Cancel) -> Callable[[], bool]:
@@ -185,13 +191,20 @@ class PiperTts:
                     return
                 audio = np.asarray(chunk.audio_float_array, dtype=np.float32).reshape(-1)
                 rate = round(int(chunk.sample_rate) * self.config.pitch)
-                audio = resample(audio, rate, self.output_rate)
+                audio = self._from_onset(resample(audio, rate, self.output_rate))
                 if audio.size:
                     yield audio
         finally:
             close = getattr(sentences, "close", None)
             if close is not None:
                 close()
+
+    def _from_onset(self, audio: Float32Array) -> Float32Array:
+        """``audio`` from ``lead_in_ms`` before its first sound (see :class:`TtsConfig`)."""
+        if self.config.lead_in_ms < 0:
+            return audio
+        keep = ms_to_samples(self.config.lead_in_ms, self.output_rate)
+        return audio[max(0, sound_onset(audio) - keep) :]
 
     def synthesize_all(self, text: str, cancel: Cancel = None) -> Float32Array:
         """The whole speech for ``text`` as one array (files, tests); empty if none."""
