@@ -1,6 +1,6 @@
 """The guard that spots Whisper decoder loops in a hypothesis."""
 
-from voice.listen.whisper import _looks_looped, _repeat_cut, _tail_loop_cut
+from voice.listen.whisper import _looks_looped, _repeat_cut, _tail_loop_cut, _unchained
 
 
 def test_sentence_repeated_is_a_loop_and_cut_after_first_copy() -> None:
@@ -47,3 +47,17 @@ def test_a_loop_that_runs_to_the_end_is_cut_after_its_first_copy() -> None:
     went_on = "some more words, words, words. And that should be all, thanks!"
     assert _repeat_cut(went_on.split()) == 3 and _tail_loop_cut(went_on.split()) is None
     assert _tail_loop_cut(["no", "loop", "in", "these", "words"]) is None
+
+
+def test_a_stutter_loop_written_as_one_word_is_seen_and_cut() -> None:
+    # A final pass over "...that evening, the [1.5 s] two men shook hands": tiny.en
+    # wrote the loop as one hyphenated word, and the guard saw no loop in the words,
+    # so the pass was decoded again on three times the margin (1.6 s in all).
+    heard = "the two time that evening, the t-the-t-the-t-the-t-the-to-the-to-the-the-the-the-"
+    heard += "the-the-the-the-the-the-the-the-the-the"
+    words = _unchained(heard.split())
+    assert words[:7] == ["the", "two", "time", "that", "evening,", "the", "t"]
+    assert _looks_looped(words, hit_limit=False)
+    assert _tail_loop_cut(words) == 7  # "to" twice among 33 words of the loop's own
+    for word in ("state-of-the-art", "well-known", "bye-bye", "mother-in-law"):
+        assert _unchained([word]) == [word]

@@ -104,6 +104,9 @@ class Transcription:
     timed_words: list[WordTime] = field(default_factory=list)  # timed passes only
 
 
+TAIL_LOOP_STRAYS = 5  # a loop's tail may hold one other word in this many
+
+
 def _normalized(words: list[str]) -> list[str]:
     return [re.sub(r"[^\w']", "", w.lower()) for w in words]
 
@@ -132,15 +135,31 @@ def _repeat_cut(words: list[str]) -> int | None:
 
 def _tail_loop_cut(words: list[str]) -> int | None:
     """Like :func:`_repeat_cut`, but only for a loop that runs to the end of the words
-    (every word after the first copy repeats it; the last copy may be unfinished):
-    cutting there loses nothing that was said, however many copies were written."""
+    (the words after the first copy are the loop's own, in any order, the last copy
+    perhaps unfinished, with at most one in ``TAIL_LOOP_STRAYS`` another word, as in
+    "the t the t the to the to the the the"): cutting there loses nothing that was
+    said, however many copies were written."""
     norm = _normalized(words)
     loop = _first_loop(norm)
     if loop is None:
         return None
     start, size = loop
-    repeats = all(norm[j] == norm[start + (j - start) % size] for j in range(start, len(norm)))
-    return start + size if repeats else None
+    unit = set(norm[start : start + size])
+    rest = norm[start + size :]
+    strays = sum(word not in unit for word in rest)
+    return start + size if strays * TAIL_LOOP_STRAYS <= len(rest) else None
+
+
+def _unchained(words: list[str]) -> list[str]:
+    """Whisper writes a stutter loop as one word ("t-the-t-the-to-the-the-..."): a word
+    whose hyphen-joined pieces repeat is split into them, so that the loop checks see
+    the loop ("state-of-the-art", whose pieces do not repeat, stays whole)."""
+    out: list[str] = []
+    for word in words:
+        pieces = [piece for piece in word.split("-") if piece]
+        norm = _normalized(pieces)
+        out.extend(pieces if len(pieces) >= 3 and len(set(norm)) < len(norm) else [word])
+    return out
 
 
 def _looks_looped(words: list[str], hit_limit: bool) -> bool:
@@ -311,6 +330,9 @@ class WhisperEngine:
                 words = " ".join(s.text for s in segments).split()
             else:
                 words = tok.decode([i for i in ids if i < tok.eot]).split()
+            pieces = _unchained(words)
+            split = len(pieces) != len(words)  # the words are no longer the tokens' text
+            words = pieces
             if not _looks_looped(words, hit_limit):
                 break
             log.debug("pass looked looped at %d ms padding: %r", pad_ms, words[:20])
@@ -334,7 +356,7 @@ class WhisperEngine:
             # Cut words are aligned as kept: the loop's copies would take up the frames.
             text_ids = (
                 tok.encode(" " + " ".join(words))
-                if cut is not None
+                if cut is not None or split
                 else [i for i in ids if i < tok.eot]
             )
             timed = self._align(encoded, text_ids, len(audio), frames)
