@@ -96,7 +96,6 @@ MODES: dict[str, dict[str, Any]] = {
     # No late joins (on three words or the final, over continue_max_heard_ms of reply).
     "first_words_only": {"turn.continue_late_max_heard_ms": 0},
     "late_1500": {"turn.continue_late_max_heard_ms": 1500},  # the late joins before 3 Dec.
-    "pauses_whole": {"listen.pause_keep_ms": 0},  # passes hear long pauses inside a turn
     # Words Whisper gave no closing mark: 1000 ms is the default; off, they wait
     # vad.end_silence_ms like any words not judged.
     "unpunctuated_off": {"turn.unpunctuated_silence_ms": 0},

@@ -139,13 +139,6 @@ class Endpointer:
         return max(self._last_audible_frame, trimmed)
 
     @property
-    def sounding(self) -> bool:
-        """Whether the frame just pushed is the open utterance's sound (its speech now
-        ends there): a pass may cut the frames that are not (``voice.listen.pauses``).
-        The frames from the onset to the start decision are sound too."""
-        return self.speaking and self.speech_end_frame == self._frame
-
-    @property
     def silence_ms(self) -> int:
         """Silence since the end of the current utterance's speech (0 when idle)."""
         if not self.speaking:

@@ -49,7 +49,6 @@ from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.agreement import LocalAgreement, drop_overlap, normalize_word, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
-from voice.listen.pauses import Cut, pause_runs, result_to_original, squeeze
 from voice.listen.spoken import NOTHING_UNSPOKEN, Unspoken, spoken_part, unspoken_tail
 from voice.listen.vad import FrameClassifier, close_classifier, fresh_onset, onset_heard
 from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
@@ -86,10 +85,6 @@ class ListenConfig:
     # infected."), and the turn is judged unfinished (voice.listen.spoken). False: the
     # slack is one per word, however long, as the guard first had it.
     unspoken_slack_per_syllable: bool = True
-    # A pause inside a pass's audio (unvoiced, speech after it) longer than this is cut
-    # to this before Whisper hears it, which loops or guesses words in long silences
-    # (voice.listen.pauses); 0: passes hear the pauses whole.
-    pause_keep_ms: int = 300
 
     def validate(self) -> None:
         if not 1.0 <= self.max_window_s < MAX_AUDIO_S:
@@ -97,15 +92,10 @@ class ListenConfig:
                 f"listen.max_window_s must be from 1 to under {MAX_AUDIO_S:g} s (Whisper "
                 f"takes at most {MAX_AUDIO_S:g} s a pass), not {self.max_window_s:g}."
             )
-        if (
-            self.partial_interval_ms <= 0
-            or self.final_tail_ms < 0
-            or self.holdback_words < 0
-            or self.pause_keep_ms < 0
-        ):
+        if self.partial_interval_ms <= 0 or self.final_tail_ms < 0 or self.holdback_words < 0:
             raise ConfigError(
-                "listen.partial_interval_ms must be positive, and listen.final_tail_ms, "
-                "listen.holdback_words and listen.pause_keep_ms must not be negative."
+                "listen.partial_interval_ms must be positive, and listen.final_tail_ms and "
+                "listen.holdback_words must not be negative."
             )
 
 
@@ -121,12 +111,6 @@ class TranscribeRequest:
     end_sample: int
     final: bool  # covers all the audio the final transcript needs
     live: bool = False  # a partial while the user speaks (not during a pause or after)
-    cuts: tuple[Cut, ...] = ()  # long pauses cut out of ``audio`` (voice.listen.pauses)
-
-    @property
-    def span_samples(self) -> int:
-        """How much of the stream the pass covers: ``audio`` with its pauses whole."""
-        return len(self.audio) + sum(cut.removed for cut in self.cuts)
 
 
 @dataclass
@@ -204,8 +188,6 @@ class Listener:
         preroll = self.endpointer.config.preroll_ms + self.endpointer.config.window_ms
         self._history: deque[Float32Array] = deque(maxlen=max(1, preroll // FRAME_MS))
         self._recent: deque[Float32Array] = deque(maxlen=int(RECENT_S * 1000) // FRAME_MS)
-        # Per frame of _recent: whether it was speech's sound (voice.listen.pauses).
-        self._voiced: deque[bool] = deque(maxlen=self._recent.maxlen)
         self._spans: dict[int, _Span] = {}
         self._utterances: list[_Utterance] = []
         self._next_uid = 1
@@ -318,7 +300,6 @@ class Listener:
                 current.last_speech_end = max(current.last_speech_end, end)
         self._history.append(frame)
         self._recent.append(frame)
-        self._voiced.append(self.endpointer.sounding)
         if isinstance(change, Started):
             events.append(self._start(change))
         elif isinstance(change, Ended) and current is not None:
@@ -340,8 +321,6 @@ class Listener:
         for frame in history[len(history) - keep :]:
             utt.append(frame)
         utt.last_speech_end = self.sample
-        for back in range(min(len(self._voiced), frames_since_onset)):
-            self._voiced[-1 - back] = True  # the onset's frames, before it was believed
         self._next_uid += 1
         self._utterances.append(utt)
         return SpeechStart(audio_ms=self.now_ms, utterance_id=utt.uid, start_ms=self._ms(onset))
@@ -405,11 +384,6 @@ class Listener:
             self._force_trim(utt, len(audio) - int(self.config.max_window_s * SAMPLE_RATE))
             audio = utt.audio()[: max(0, end_sample - utt.start_sample)]
         end = utt.start_sample + len(audio)
-        cuts: list[Cut] = []
-        if self.config.pause_keep_ms > 0:
-            kept_from = self.sample - len(self._voiced) * FRAME_SAMPLES
-            runs = pause_runs(list(self._voiced), kept_from, utt.start_sample, end)
-            audio, cuts = squeeze(audio, runs, self.config.pause_keep_ms)
         request = TranscribeRequest(
             request_id=self._next_request_id,
             utterance_id=utt.uid,
@@ -419,7 +393,6 @@ class Listener:
             end_sample=end,
             final=end >= utt.final_end(self._tail),
             live=live,
-            cuts=tuple(cuts),
         )
         self._next_request_id += 1
         self._before_in_flight = (utt, utt.last_pass_end)
@@ -455,12 +428,11 @@ class Listener:
         utt = next((u for u in self._utterances if u.uid == request.utterance_id), None)
         if utt is None or request.request_id < utt.first_request:
             return []  # gone, or a pass over the audio as it was before a join
-        result = result_to_original(result, list(request.cuts))
         words = self._tail_words(utt, request, result)
         if request.end_sample >= utt.final_end(self._tail):
             full = utt.agreement.committed + words
             utt.final_result = (request.end_sample, full, result)
-            audio_start = request.end_sample - request.span_samples
+            audio_start = request.end_sample - len(request.audio)
             speech_end_s = (utt.last_speech_end - audio_start) / SAMPLE_RATE
             slack_s = self.config.unspoken_slack_ms / 1000.0
             per_syllable = self.config.unspoken_slack_per_syllable
@@ -501,7 +473,7 @@ class Listener:
         """Cut the buffer after the last whole segment made only of committed words."""
         committed = [normalize_word(w) for w in utt.buffer_words()]
         cut_s, cut_words, count = 0.0, 0, 0
-        usable_until = request.span_samples / SAMPLE_RATE - 1.0
+        usable_until = len(request.audio) / SAMPLE_RATE - 1.0
         for seg in segments:
             words = [normalize_word(w) for w in seg.text.split()]
             if committed[count : count + len(words)] != words or seg.end_s <= seg.start_s:
