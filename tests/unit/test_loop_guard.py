@@ -59,5 +59,7 @@ def test_a_stutter_loop_written_as_one_word_is_seen_and_cut() -> None:
     assert words[:7] == ["the", "two", "time", "that", "evening,", "the", "t"]
     assert _looks_looped(words, hit_limit=False)
     assert _tail_loop_cut(words) == 7  # "to" twice among 33 words of the loop's own
-    for word in ("state-of-the-art", "well-known", "bye-bye", "mother-in-law"):
+    for word in ("state-of-the-art", "well-known", "bye-bye", "mother-in-law", "I-I-I"):
         assert _unchained([word]) == [word]
+    stutter = ["I-I-I", "think", "we", "should", "b-b-b-b-begin", "now"]
+    assert _unchained(stutter) == stutter and not _looks_looped(stutter, hit_limit=False)

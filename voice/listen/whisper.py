@@ -105,6 +105,9 @@ class Transcription:
 
 
 TAIL_LOOP_STRAYS = 5  # a loop's tail may hold one other word in this many
+# A hyphenated "word" of this many pieces or more, some of them repeated, is a decoder
+# loop; a person's stutter ("I-I-I", "b-b-but") has a few.
+LOOP_CHAIN_PIECES = 8
 
 
 def _normalized(words: list[str]) -> list[str]:
@@ -152,13 +155,15 @@ def _tail_loop_cut(words: list[str]) -> int | None:
 
 def _unchained(words: list[str]) -> list[str]:
     """Whisper writes a stutter loop as one word ("t-the-t-the-to-the-the-..."): a word
-    whose hyphen-joined pieces repeat is split into them, so that the loop checks see
-    the loop ("state-of-the-art", whose pieces do not repeat, stays whole)."""
+    of ``LOOP_CHAIN_PIECES`` or more hyphen-joined pieces that repeat is split into
+    them, so that the loop checks see the loop. A person's stutter ("I-I-I think") and
+    "state-of-the-art" stay whole: split, "I I I" would read as a loop and be cut."""
     out: list[str] = []
     for word in words:
         pieces = [piece for piece in word.split("-") if piece]
         norm = _normalized(pieces)
-        out.extend(pieces if len(pieces) >= 3 and len(set(norm)) < len(norm) else [word])
+        looped = len(pieces) >= LOOP_CHAIN_PIECES and len(set(norm)) < len(norm)
+        out.extend(pieces if looped else [word])
     return out
 
 
