@@ -163,6 +163,9 @@ def test_set_summary_counts_per_minute_and_by_pause() -> None:
 
     summary = summarize_set([row(2, 0.5, False), row(0, 2.0, True)])
     assert summary["cut_in_rate"] == 0.5 and summary["cut_ins_per_min"] == 2.0
+    assert summary["answer_wer_percent"] == {"p50": None, "p90": None, "n": 0}  # no transcripts
+    heard = summarize_set([{**row(0, 1.0, True), "wer": w} for w in (0.0, 0.125, 0.5)])
+    assert heard["answer_wer_percent"] == {"p50": 12.5, "p90": 42.5, "n": 3}
     assert summary["pause_reply_start_rate"] == 0.25
     assert summary["whole_turn_rate"] == 0.5
     assert summary["cut_in_rate_by_pause"] == {"0.5s": 1.0, "2.0s": 0.0}

@@ -24,7 +24,8 @@ item's ground truth (where the user's own speech really is). Per turn:
   ``WHOLE_COVERAGE`` of the turn's speech time (meeting turns have no transcript, and
   a misrecognised but whole turn is not a fragment); its text holds every final
   transcript the session made of the turn (the words before a pause were merged in).
-  An answer to a fragment fails all three;
+  An answer to a fragment fails all three. Whole is not heard right: each set also
+  gives the answers' WER (``answer_wer_percent``, p50 and p90, turns with a transcript);
 - voice-to-voice at the real end: the end of the turn's last speech to the first reply
   audio after it (none when a reply was playing across the end: that is a cut-in).
 
@@ -320,6 +321,7 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
         float(r["after_endpoint_ms"]) for r in long_rows if r.get("after_endpoint_ms") is not None
     ]
     after = [float(r["after_endpoint_ms"]) for r in rows if r.get("after_endpoint_ms") is not None]
+    wers = [100 * float(r["wer"]) for r in rows if r.get("wer") is not None]
     out: dict[str, Any] = {
         "turns": turns,
         "user_speech_min": round(minutes, 2),
@@ -331,6 +333,13 @@ def summarize_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "talk_over_ms": p50_p95(talk),
         "whole_turn_rate": _rate(sum(1 for r in rows if r["whole"]), turns),
         "unanswered": sum(1 for r in rows if r["answer_text"] is None),
+        # How well the answered words match what was said (turns with a transcript):
+        # whole is not the same as heard right, and pauses are where Whisper guesses.
+        "answer_wer_percent": {
+            "p50": percentile(wers, 50),
+            "p90": percentile(wers, 90),
+            "n": len(wers),
+        },
         "voice_to_voice_ms": {**p50_p95(v2v), "p90": percentile(v2v, 90)},
         f"voice_to_voice_over_{LONG_TURN_S}s_ms": p50_p95(long_v2v),
         # Past the end-of-turn silence: does the reply come later after a long turn?
