@@ -50,8 +50,9 @@ def to_pcm16(audio: npt.NDArray[np.floating]) -> bytes:
 def sound_onset(audio: npt.NDArray[np.floating], level: float = ONSET_LEVEL) -> int:
     """The index of the first sample louder than ``level`` (full scale 1.0): where the
     sound begins; ``len(audio)`` when none is."""
-    loud = np.flatnonzero(np.abs(np.asarray(audio, dtype=np.float32)) > level)
-    return int(loud[0]) if loud.size else len(audio)
+    loud = np.abs(np.asarray(audio, dtype=np.float32)) > level
+    first = int(np.argmax(loud)) if loud.size else 0
+    return first if loud.size and loud[first] else len(audio)
 
 
 def level_db(audio: npt.NDArray[np.floating]) -> float:

@@ -160,6 +160,9 @@ def _unchained(words: list[str]) -> list[str]:
     "state-of-the-art" stay whole: split, "I I I" would read as a loop and be cut."""
     out: list[str] = []
     for word in words:
+        if word.count("-") < LOOP_CHAIN_PIECES - 1:  # nearly every word: nothing to split
+            out.append(word)
+            continue
         pieces = [piece for piece in word.split("-") if piece]
         norm = _normalized(pieces)
         looped = len(pieces) >= LOOP_CHAIN_PIECES and len(set(norm)) < len(norm)
