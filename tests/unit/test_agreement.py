@@ -2,7 +2,7 @@
 
 import itertools
 
-from voice.listen.agreement import LocalAgreement, drop_overlap, tail_after
+from voice.listen.agreement import LocalAgreement, committed_through, drop_overlap, tail_after
 
 
 def test_commits_what_two_passes_agree_on_but_never_the_last_word() -> None:
@@ -51,3 +51,23 @@ def test_the_words_a_cut_repeats_are_dropped_once() -> None:
     assert drop_overlap(before, ["and", "down", "waiting."]) == ["waiting."]
     assert drop_overlap(before, ["waiting."]) == ["waiting."]
     assert drop_overlap([], ["a"]) == ["a"]
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+def test_a_segment_lines_up_with_the_committed_words_despite_a_rewritten_word() -> None:
+    committed = words("okay so the view and let's see myself and my coz not here so")
+    assert committed_through(committed, words("Okay, so the view and let's see")) == 7
+    rewritten = words("Okay, so the view of you and let's see myself and my coz not here.")
+    assert committed_through(committed, rewritten) == 13  # through "here"
+
+
+def test_a_segment_that_does_not_end_on_committed_words_is_not_lined_up() -> None:
+    committed = words("okay so the view and let's see myself")
+    assert committed_through(committed, words("Okay, so the view and let's see myself and")) is None
+    assert committed_through(committed, words("Okay, so the view and then")) is None
+    # The last two agree, but most words do not: no confidence where the segment ends.
+    assert committed_through(committed, words("Well I was thinking we see myself")) is None
+    assert committed_through([], ["hello"]) is None

@@ -15,7 +15,7 @@ from voice.events import Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig, Listener
 from voice.listen.runner import listen_virtual
-from voice.listen.whisper import Transcription
+from voice.listen.whisper import Segment, Transcription
 
 WORDS = [
     "one", "two", "three", "four", "five", "six",
@@ -111,6 +111,45 @@ def test_a_live_pass_taken_back_is_asked_again_over_the_newer_audio() -> None:
     again = listener.next_request()
     assert again is not None and again.live
     assert again.request_id != first.request_id and again.end_sample > first.end_sample
+
+
+class SegmentsWithARewrittenWord:
+    """Hears word ``wK`` for each 200 ms block K of the stream as NumberedWords does, in
+    segments of ten words with their times, and once the pass holds 15 words, writes its
+    second word differently every other pass: spontaneous speech, where Whisper rewrites
+    a committed word of an early segment from pass to pass."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        self.calls.append(len(audio))
+        blocks = np.round((audio[audio > 0.05] - 0.2) / 1e-4).astype(int)
+        ids, counts = np.unique(blocks, return_counts=True)
+        words = [f"w{k}" for k, n in zip(ids, counts, strict=True) if n >= 1600]
+        if len(words) >= 15 and len(self.calls) % 2:
+            words[1] = f"x{words[1]}"
+        tens = [words[i : i + 10] for i in range(0, len(words), 10)]
+        segments = [
+            Segment(i * 2.0, (i * 10 + len(ten)) * 0.2, " ".join(ten)) for i, ten in enumerate(tens)
+        ]
+        return Transcription(words=words, segments=segments, compute_ms=20.0)
+
+
+def test_a_long_turn_is_trimmed_though_a_pass_rewrites_a_committed_word() -> None:
+    """The buffer is cut at segment ends the committed words line up with, so a long
+    turn's passes stay near the window: with an exact match only, a rewritten early
+    word kept a 20 s meeting turn's whole audio in every pass (600-900 ms each)."""
+    blocks = 100  # 20 s
+    spoken = np.concatenate([np.full(3200, 0.2 + k * 1e-4, np.float32) for k in range(blocks)])
+    audio = np.concatenate([silence(0.5), spoken, silence(2.0)])
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    engine = SegmentsWithARewrittenWord()
+    events = list(listen_virtual(listener, engine, audio))
+    (final,) = [e for e in events if isinstance(e, Final)]
+    words = final.text.split()
+    assert len(words) == len(set(words)) and len(words) >= blocks - 3
+    assert max(engine.calls) <= (ListenConfig().max_window_s + 3.0) * 16000
 
 
 class NumberedWords:

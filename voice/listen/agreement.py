@@ -66,6 +66,42 @@ def tail_after(committed: list[str], hypothesis: list[str]) -> list[str]:
     return list(hypothesis[max(0, min(len(hypothesis), end)) :])
 
 
+# A segment end lines up with the committed words when the hypothesis and they agree on
+# its last words, and on most of its words: Whisper rewrites a word or two of an early
+# segment from pass to pass on spontaneous speech ("the view of you and" for "the view
+# and"), and an exact match never came, so a 20 s turn was never trimmed.
+ANCHOR_WORDS = 2
+MIN_AGREED_SHARE = 0.75
+
+
+def committed_through(committed: list[str], heard: list[str]) -> int | None:
+    """How many of the ``committed`` words the hypothesis words ``heard`` (its words up to
+    a segment end) cover, or None when the two cannot be lined up with confidence: the
+    last ``ANCHOR_WORDS`` words must agree, and at least ``MIN_AGREED_SHARE`` of the words
+    on both sides."""
+    a = [normalize_word(w) for w in committed]
+    b = [normalize_word(w) for w in heard]
+    if not b or len(b) > len(a) + len(a) // 2 + 1:
+        return None
+    if a[: len(b)] == b:
+        return len(b)
+    blocks = [
+        m
+        for m in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+        if m.size
+    ]
+    if not blocks:
+        return None
+    last = blocks[-1]
+    if last.b + last.size != len(b) or last.size < min(ANCHOR_WORDS, len(b)):
+        return None
+    through = last.a + last.size
+    agreed = sum(m.size for m in blocks)
+    if agreed < MIN_AGREED_SHARE * max(len(b), through):
+        return None
+    return through
+
+
 class LocalAgreement:
     """Commits the longest common prefix of consecutive hypothesis tails.
 

@@ -47,7 +47,12 @@ from voice.audio.format import (
 )
 from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
-from voice.listen.agreement import LocalAgreement, drop_overlap, normalize_word, tail_after
+from voice.listen.agreement import (
+    LocalAgreement,
+    committed_through,
+    drop_overlap,
+    tail_after,
+)
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
 from voice.listen.spoken import NOTHING_UNSPOKEN, Unspoken, spoken_part, unspoken_tail
 from voice.listen.vad import FrameClassifier, close_classifier, fresh_onset, onset_heard
@@ -470,17 +475,20 @@ class Listener:
         return words
 
     def _trim(self, utt: _Utterance, request: TranscribeRequest, segments: list[Segment]) -> None:
-        """Cut the buffer after the last whole segment made only of committed words."""
-        committed = [normalize_word(w) for w in utt.buffer_words()]
-        cut_s, cut_words, count = 0.0, 0, 0
+        """Cut the buffer after the last whole segment made only of committed words (as
+        :func:`committed_through` lines them up: a word the pass rewrote does not stop
+        it)."""
+        committed = utt.buffer_words()
+        cut_s, cut_words = 0.0, 0
+        heard: list[str] = []
         usable_until = len(request.audio) / SAMPLE_RATE - 1.0
         for seg in segments:
-            words = [normalize_word(w) for w in seg.text.split()]
-            if committed[count : count + len(words)] != words or seg.end_s <= seg.start_s:
+            if seg.end_s <= seg.start_s or seg.end_s > usable_until:
                 break
-            count += len(words)
-            if seg.end_s <= usable_until:
-                cut_s, cut_words = seg.end_s, count
+            heard.extend(seg.text.split())
+            through = committed_through(committed, heard)
+            if through is not None and through > cut_words:
+                cut_s, cut_words = seg.end_s, through
         if cut_words:
             utt.trimmed_words += cut_words
             utt.trim(int(cut_s * SAMPLE_RATE))
