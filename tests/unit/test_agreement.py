@@ -2,13 +2,7 @@
 
 import itertools
 
-from voice.listen.agreement import (
-    LocalAgreement,
-    committed_through,
-    drop_overlap,
-    skipped_words,
-    tail_after,
-)
+from voice.listen.agreement import LocalAgreement, committed_through, drop_overlap, tail_after
 
 
 def test_commits_what_two_passes_agree_on_but_never_the_last_word() -> None:
@@ -77,13 +71,3 @@ def test_a_segment_that_does_not_end_on_committed_words_is_not_lined_up() -> Non
     # The last two agree, but most words do not: no confidence where the segment ends.
     assert committed_through(committed, words("Well I was thinking we see myself")) is None
     assert committed_through([], ["hello"]) is None
-
-
-def test_skipped_words_are_what_a_committed_word_lined_up_late_passes_over() -> None:
-    later_copy = words("And then in the same, I'm operations with ugly ones.")
-    assert tail_after(["I'm"], later_copy) == words("operations with ugly ones.")
-    assert skipped_words(["I'm"], later_copy) == 5
-    assert skipped_words(words("he could"), words("He could wait")) == 0
-    revised = words("For a full hour, he had paste up and down")
-    assert skipped_words(words("for a full hour he had paced"), revised) == 0
-    assert skipped_words([], ["a"]) == 0

@@ -152,37 +152,6 @@ def test_a_long_turn_is_trimmed_though_a_pass_rewrites_a_committed_word() -> Non
     assert max(engine.calls) <= (ListenConfig().max_window_s + 3.0) * 16000
 
 
-class EarlyGuessThenMore:
-    """Over its first second, hears "I'm" (a cut "than"); the passes over more audio
-    hear more before a later "I'm"."""
-
-    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
-        seconds = len(audio) / 16000
-        if seconds < 1.2:
-            text = "I'm,"
-        elif seconds < 2.0:
-            text = "I'm then in the same."
-        else:
-            text = "And then in the same, I'm operations with ugly ones."
-        return Transcription(words=text.split(), compute_ms=20.0)
-
-
-def test_the_final_keeps_what_the_final_pass_heard_before_a_later_copy_of_a_committed_word() -> (
-    None
-):
-    audio = np.concatenate([silence(0.5), speech(3.0), silence(2.0)])
-
-    def final_text(rehear: bool) -> str:
-        config = ListenConfig(final_rehears_buffer=rehear)
-        listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), config)
-        events = list(listen_virtual(listener, EarlyGuessThenMore(), audio))
-        (final,) = [e for e in events if isinstance(e, Final)]
-        return final.text
-
-    assert final_text(rehear=True) == "And then in the same, I'm operations with ugly ones."
-    assert final_text(rehear=False) == "I'm operations with ugly ones."
-
-
 class NumberedWords:
     """Hears word ``wK`` wherever most of 200 ms block K of the stream is in the audio
     (the test audio's level encodes K), and never gives segment times, so a monologue

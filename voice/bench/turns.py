@@ -111,9 +111,6 @@ MODES: dict[str, dict[str, Any]] = {
     "per_word_slack": {"listen.unspoken_slack_per_syllable": False},
     # A pass that loops at its end decoded again on three times the margin, not cut.
     "loop_retry": {"asr.cut_tail_loops": False},
-    # The final transcript keeps the words committed from the buffer, plus the final
-    # pass's tail (as before 3 December, later): not the final pass's words for all of it.
-    "committed_final": {"listen.final_rehears_buffer": False},
     # The unfinished words as they were before 3 December: no determiner "his", no
     # pronoun's contracted auxiliary ("it's"), no open words without a mark ("is").
     "open_words_off": {

@@ -40,29 +40,6 @@ def drop_overlap(before: list[str], hypothesis: list[str], longest: int = 3) -> 
     return list(hypothesis)
 
 
-def skipped_words(committed: list[str], hypothesis: list[str]) -> int:
-    """How many words of ``hypothesis`` the ``committed`` words, lined up with it as
-    :func:`tail_after` does, pass over: words the decoder heard that are in neither
-    the committed words nor the tail after them. A committed word lined up with a
-    later copy of itself ("I'm", committed from a cut "than", found after "And then
-    in the same, I'm") drops everything before it."""
-    n = len(committed)
-    a = [normalize_word(w) for w in committed]
-    b = [normalize_word(w) for w in hypothesis]
-    if n == 0 or b[:n] == a:
-        return 0
-    blocks = [
-        m
-        for m in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
-        if m.size
-    ]
-    if not blocks:
-        return 0
-    last = blocks[-1]
-    end = min(len(b), last.b + last.size + (n - (last.a + last.size)))
-    return max(0, end - n)
-
-
 def tail_after(committed: list[str], hypothesis: list[str]) -> list[str]:
     """The words of ``hypothesis`` that come after the ``committed`` words.
 

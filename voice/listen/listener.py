@@ -51,7 +51,6 @@ from voice.listen.agreement import (
     LocalAgreement,
     committed_through,
     drop_overlap,
-    skipped_words,
     tail_after,
 )
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
@@ -63,9 +62,6 @@ Float32Array = npt.NDArray[np.float32]
 
 RECENT_S = 40.0  # input kept for joining turns: a recognition window and then some
 RECENT_SPANS = 8  # finished utterances whose extent is remembered for a join
-# Words of a final pass the committed words may pass over (a word Whisper added or
-# split: "end," in "the same end, operations") before the pass's own words are taken.
-SKIPPED_WORDS = 2
 JOIN_MAX_S = 20.0  # a joined turn is heard again in one pass (the buffer stays under 29 s)
 
 
@@ -94,10 +90,6 @@ class ListenConfig:
     # infected."), and the turn is judged unfinished (voice.listen.spoken). False: the
     # slack is one per word, however long, as the guard first had it.
     unspoken_slack_per_syllable: bool = True
-    # The final transcript takes the final pass's words for all of the buffer where the
-    # committed words would skip words it heard (Listener._buffer_words_of). False: the
-    # committed words always stay, as before.
-    final_rehears_buffer: bool = True
 
     def validate(self) -> None:
         if not 1.0 <= self.max_window_s < MAX_AUDIO_S:
@@ -443,18 +435,14 @@ class Listener:
             return []  # gone, or a pass over the audio as it was before a join
         words = self._tail_words(utt, request, result)
         if request.end_sample >= utt.final_end(self._tail):
-            heard = self._buffer_words_of(utt, result) if self.config.final_rehears_buffer else None
-            if heard is None:
-                heard, full = words, utt.agreement.committed + words
-            else:
-                full = utt.agreement.committed[: utt.trimmed_words] + heard
+            full = utt.agreement.committed + words
             utt.final_result = (request.end_sample, full, result)
             audio_start = request.end_sample - len(request.audio)
             speech_end_s = (utt.last_speech_end - audio_start) / SAMPLE_RATE
             slack_s = self.config.unspoken_slack_ms / 1000.0
             per_syllable = self.config.unspoken_slack_per_syllable
             utt.unspoken = unspoken_tail(
-                result.timed_words, speech_end_s, slack_s, per_syllable, most=len(heard)
+                result.timed_words, speech_end_s, slack_s, per_syllable, most=len(words)
             )
             if utt.ended_at >= 0:
                 return [self._final(utt, full, result)]
@@ -484,24 +472,6 @@ class Listener:
         words = tail_after(buffered, result.words)
         if utt.cut_in_speech and not buffered:  # the word the cut went through, again
             words = drop_overlap(utt.agreement.committed, words)
-        return words
-
-    def _buffer_words_of(self, utt: _Utterance, result: Transcription) -> list[str] | None:
-        """A final pass's own words for all of the buffer, where the words committed from
-        the buffer would pass over words it heard: a word committed from two passes over
-        the first second (a cut "than" read "I'm" twice), lined up with a later copy of
-        itself in the final pass ("And then in the same, I'm operations..."), kept only
-        "I'm operations...". The final pass heard all of the buffer, with the most
-        context. None (the committed words stay, and the pass's words after them) where
-        they line up without skipping more than ``SKIPPED_WORDS`` words, or where the
-        pass says fewer words than were committed: elsewhere the committed words, agreed
-        by two passes, were as often right as the final pass (voice bench asr)."""
-        buffered = utt.buffer_words()
-        words = list(result.words)
-        if utt.cut_in_speech and utt.trimmed_words:  # the word the cut went through, again
-            words = drop_overlap(utt.agreement.committed[: utt.trimmed_words], words)
-        if len(words) < len(buffered) or skipped_words(buffered, words) <= SKIPPED_WORDS:
-            return None
         return words
 
     def _trim(self, utt: _Utterance, request: TranscribeRequest, segments: list[Segment]) -> None:
