@@ -15,7 +15,7 @@ from voice.events import Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig, Listener
 from voice.listen.runner import listen_virtual
-from voice.listen.whisper import Segment, Transcription, WordTime
+from voice.listen.whisper import Segment, Transcription
 
 WORDS = [
     "one", "two", "three", "four", "five", "six",
@@ -149,53 +149,6 @@ def test_a_long_turn_is_trimmed_though_a_pass_rewrites_a_committed_word() -> Non
     (final,) = [e for e in events if isinstance(e, Final)]
     words = final.text.split()
     assert len(words) == len(set(words)) and len(words) >= blocks - 3
-    assert max(engine.calls) <= (ListenConfig().max_window_s + 3.0) * 16000
-
-
-class OneOpenSegment:
-    """Hears word ``wK`` for each 200 ms block K of the stream, times each word where
-    its block starts in the pass's audio (the next word's start is its end, as the
-    alignment gives them), and writes all of it as one segment it never closes: what
-    tiny.en did with most long passes over spontaneous speech."""
-
-    times_words = True
-
-    def __init__(self) -> None:
-        self.calls: list[int] = []
-
-    def transcribe(self, audio, context="", with_timestamps=False, final=False, word_timing=False):  # type: ignore[no-untyped-def]
-        self.calls.append(len(audio))
-        blocks = np.round((audio - 0.2) / 1e-4).astype(int)
-        loud = audio > 0.05
-        ids, firsts, counts = np.unique(blocks[loud], return_index=True, return_counts=True)
-        where = np.flatnonzero(loud)[firsts] / 16000
-        kept = [(k, t) for k, t, n in zip(ids, where, counts, strict=True) if n >= 1600]
-        words = [f"w{k}" for k, _ in kept]
-        starts = [t for _, t in kept]
-        timed = [
-            WordTime(w, t, starts[i + 1] if i + 1 < len(starts) else t + 0.2, 0.9)
-            for i, (w, t) in enumerate(zip(words, starts, strict=True))
-        ]
-        segments = [Segment(0.0, 0.0, " ".join(words))] if words else []
-        return Transcription(words=words, segments=segments, timed_words=timed, compute_ms=20.0)
-
-
-def test_a_long_turn_written_as_one_open_segment_is_trimmed_in_its_pauses() -> None:
-    """No segment end to cut at: the buffer is cut in a pause the endpointer heard
-    inside the speech, with the words the alignment starts before it."""
-    runs, words_per_run = 10, 9  # 1.8 s of speech, then 0.4 s of pause: 22 s in all
-    parts = [silence(0.5)]
-    for run_index in range(runs):
-        first = run_index * words_per_run
-        parts += [np.full(3200, 0.2 + (first + k) * 1e-4, np.float32) for k in range(words_per_run)]
-        parts.append(silence(0.4))
-    audio = np.concatenate([*parts, silence(2.0)])
-    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
-    engine = OneOpenSegment()
-    events = list(listen_virtual(listener, engine, audio))
-    (final,) = [e for e in events if isinstance(e, Final)]
-    words = final.text.split()
-    assert words == [f"w{k}" for k in range(runs * words_per_run)]
     assert max(engine.calls) <= (ListenConfig().max_window_s + 3.0) * 16000
 
 

@@ -56,14 +56,12 @@ from voice.listen.agreement import (
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
 from voice.listen.spoken import NOTHING_UNSPOKEN, Unspoken, spoken_part, unspoken_tail
 from voice.listen.vad import FrameClassifier, close_classifier, fresh_onset, onset_heard
-from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription, WordTime
+from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
 
 Float32Array = npt.NDArray[np.float32]
 
 RECENT_S = 40.0  # input kept for joining turns: a recognition window and then some
 RECENT_SPANS = 8  # finished utterances whose extent is remembered for a join
-# A pause inside the speech this long may take a buffer's cut when no segment end can.
-TRIM_GAP_S = 0.2
 JOIN_MAX_S = 20.0  # a joined turn is heard again in one pass (the buffer stays under 29 s)
 
 
@@ -137,7 +135,6 @@ class _Utterance:
     finished: bool = False
     unspoken: Unspoken = NOTHING_UNSPOKEN  # last words of final_result the audio lacks
     first_request: int = 0  # results of passes asked before a join describe other audio
-    pauses: list[tuple[int, int]] = field(default_factory=list)  # silences inside it (samples)
 
     def audio(self) -> Float32Array:
         if len(self.chunks) > 1:
@@ -176,52 +173,6 @@ class _Span:
     last_speech_end: int
     context: str  # its words before ``start_sample`` (trimmed, or joined earlier)
     text: str  # all its words, as its final said them
-
-
-def _segment_cut(
-    committed: list[str], segments: list[Segment], usable_until: float
-) -> tuple[float, int]:
-    """Where to cut a buffer at a segment end (seconds into it), and how many of its
-    ``committed`` words go with the cut: the last segment, ending before
-    ``usable_until``, through which the pass's words line up with committed words."""
-    cut_s, cut_words = 0.0, 0
-    heard: list[str] = []
-    for seg in segments:
-        if seg.end_s <= seg.start_s or seg.end_s > usable_until:
-            break
-        heard.extend(seg.text.split())
-        through = committed_through(committed, heard)
-        if through is not None and through > cut_words:
-            cut_s, cut_words = seg.end_s, through
-    return cut_s, cut_words
-
-
-def _pause_cut(
-    committed: list[str],
-    timed: list[WordTime],
-    pauses: list[tuple[float, float]],
-    usable_until: float,
-) -> tuple[float, int]:
-    """Where to cut a buffer in a pause the endpointer heard inside the speech (seconds
-    into the buffer: the middle of the last pause that ends before ``usable_until``),
-    and how many ``committed`` words go with it: those the pass's word alignment starts
-    before the pause, when they line up with committed words and the next word starts
-    in it or after it. For the passes whose segments give no end: on spontaneous
-    speech tiny.en often wrote all of a long buffer as one segment it never closed
-    (117 of the 154 passes over 6 s on the conversation set), so such a turn was never
-    trimmed, and its passes grew to 18 s and 0.8 s each. The alignment places each
-    word's start well but runs each word on to the next, so the pauses come from the
-    endpointer, not from gaps between the aligned words."""
-    for pause_start, pause_end in reversed(pauses):
-        if pause_end > usable_until:
-            continue
-        before = sum(1 for w in timed if w.start_s < pause_start)
-        if before == 0 or before == len(timed):
-            continue
-        through = committed_through(committed, [w.word for w in timed[:before]])
-        if through:
-            return (pause_start + pause_end) / 2, through
-    return 0.0, 0
 
 
 class Listener:
@@ -351,9 +302,6 @@ class Listener:
             current.append(frame)
             if self.endpointer.speaking:
                 end = (self.endpointer.speech_end_frame + 1) * FRAME_SAMPLES
-                resumed = end - FRAME_SAMPLES
-                if resumed - current.last_speech_end >= TRIM_GAP_S * SAMPLE_RATE:
-                    current.pauses.append((current.last_speech_end, resumed))
                 current.last_speech_end = max(current.last_speech_end, end)
         self._history.append(frame)
         self._recent.append(frame)
@@ -502,7 +450,7 @@ class Listener:
             return []
         utt.agreement.update(words)
         if request.with_timestamps:
-            self._trim(utt, request, result)
+            self._trim(utt, request, result.segments)
         return [
             Partial(
                 audio_ms=self.now_ms,
@@ -526,25 +474,25 @@ class Listener:
             words = drop_overlap(utt.agreement.committed, words)
         return words
 
-    def _trim(self, utt: _Utterance, request: TranscribeRequest, result: Transcription) -> None:
+    def _trim(self, utt: _Utterance, request: TranscribeRequest, segments: list[Segment]) -> None:
         """Cut the buffer after the last whole segment made only of committed words (as
         :func:`committed_through` lines them up: a word the pass rewrote does not stop
-        it); failing that, in the last pause between committed words (``_pause_cut``)."""
+        it)."""
         committed = utt.buffer_words()
+        cut_s, cut_words = 0.0, 0
+        heard: list[str] = []
         usable_until = len(request.audio) / SAMPLE_RATE - 1.0
-        cut_s, cut_words = _segment_cut(committed, result.segments, usable_until)
-        if not cut_words:
-            start = request.end_sample - len(request.audio)
-            pauses = [
-                ((a - start) / SAMPLE_RATE, (b - start) / SAMPLE_RATE)
-                for a, b in utt.pauses
-                if a >= start
-            ]
-            cut_s, cut_words = _pause_cut(committed, result.timed_words, pauses, usable_until)
+        for seg in segments:
+            if seg.end_s <= seg.start_s or seg.end_s > usable_until:
+                break
+            heard.extend(seg.text.split())
+            through = committed_through(committed, heard)
+            if through is not None and through > cut_words:
+                cut_s, cut_words = seg.end_s, through
         if cut_words:
             utt.trimmed_words += cut_words
             utt.trim(int(cut_s * SAMPLE_RATE))
-            utt.cut_in_speech = False  # between two segments or words: no word was cut
+            utt.cut_in_speech = False  # between two segments: no word was cut
 
     def _final(self, utt: _Utterance, words: list[str], result: Transcription) -> Final:
         utt.finished = True
