@@ -120,7 +120,9 @@ def test_a_wrong_declared_rate_is_named_in_the_error(voice_server: VoiceServer) 
     errors = of(messages, "error")
     assert errors and {e["code"] for e in errors} == {"too_fast"}
     speed = re.search(r"at (\d+\.\d)x real time", errors[0]["message"])
-    assert speed is not None and 1.5 <= float(speed.group(1)) <= 2.1
+    # About 2x; a client slowed by a busy machine offers less (1.4x seen once in a full
+    # run here), and over 1.3x the server names the declared rate, which is the point.
+    assert speed is not None and 1.3 < float(speed.group(1)) <= 2.1
     assert "sample_rate (8000)" in errors[0]["message"]
 
 
