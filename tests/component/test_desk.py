@@ -176,4 +176,7 @@ def test_a_sound_server_that_goes_away_mid_run_is_a_clear_message(tmp_path: Path
     time.sleep(0.2)
     err = "".join(listening.errors)
     assert code == 2 and "Traceback" not in err, err
-    assert "stopped delivering audio" in err and "voice devices" in err
+    # Whichever stream notices first names itself: the microphone, or the speaker (seen
+    # once in a full run here, when a block was still queued from the microphone).
+    stopped = "microphone stopped delivering audio" in err or "speaker stopped playing" in err
+    assert stopped and "voice devices" in err, err
