@@ -51,8 +51,7 @@ def sound_onset(audio: npt.NDArray[np.floating], level: float = ONSET_LEVEL) -> 
     """The index of the first sample louder than ``level`` (full scale 1.0): where the
     sound begins; ``len(audio)`` when none is."""
     loud = np.abs(np.asarray(audio, dtype=np.float32)) > level
-    first = int(np.argmax(loud)) if loud.size else 0
-    return first if loud.size and loud[first] else len(audio)
+    return int(np.argmax(loud)) if loud.any() else len(audio)
 
 
 def level_db(audio: npt.NDArray[np.floating]) -> float:

@@ -40,6 +40,13 @@ def drop_overlap(before: list[str], hypothesis: list[str], longest: int = 3) -> 
     return list(hypothesis)
 
 
+def _matching_blocks(a: list[str], b: list[str]) -> list[difflib.Match]:
+    """The runs of words ``a`` and ``b`` share, in order (difflib's, without its empty
+    last one)."""
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return [m for m in matcher.get_matching_blocks() if m.size]
+
+
 def tail_after(committed: list[str], hypothesis: list[str]) -> list[str]:
     """The words of ``hypothesis`` that come after the ``committed`` words.
 
@@ -54,11 +61,7 @@ def tail_after(committed: list[str], hypothesis: list[str]) -> list[str]:
     b = [normalize_word(w) for w in hypothesis]
     if b[:n] == a:
         return list(hypothesis[n:])
-    blocks = [
-        m
-        for m in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
-        if m.size
-    ]
+    blocks = _matching_blocks(a, b)
     if not blocks:
         return list(hypothesis[n:])
     last = blocks[-1]
@@ -85,11 +88,7 @@ def committed_through(committed: list[str], heard: list[str]) -> int | None:
         return None
     if a[: len(b)] == b:
         return len(b)
-    blocks = [
-        m
-        for m in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
-        if m.size
-    ]
+    blocks = _matching_blocks(a, b)
     if not blocks:
         return None
     last = blocks[-1]

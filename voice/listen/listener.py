@@ -47,12 +47,7 @@ from voice.audio.format import (
 )
 from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
-from voice.listen.agreement import (
-    LocalAgreement,
-    committed_through,
-    drop_overlap,
-    tail_after,
-)
+from voice.listen.agreement import LocalAgreement, committed_through, drop_overlap, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
 from voice.listen.spoken import NOTHING_UNSPOKEN, Unspoken, spoken_part, unspoken_tail
 from voice.listen.vad import FrameClassifier, close_classifier, fresh_onset, onset_heard
