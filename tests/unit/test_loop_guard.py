@@ -1,6 +1,10 @@
 """The guard that spots Whisper decoder loops in a hypothesis."""
 
-from voice.listen.whisper import _looks_looped, _repeat_cut, _tail_loop_cut, _unchained
+from voice.listen.whisper import _looks_looped, _repeat_cut, _unchained, _without_tail_loop
+
+
+def _split(text: str) -> list[str]:
+    return text.split()
 
 
 def test_sentence_repeated_is_a_loop_and_cut_after_first_copy() -> None:
@@ -40,13 +44,35 @@ def test_a_loop_that_runs_to_the_end_is_cut_after_its_first_copy() -> None:
     # cost 0.8 s; the words before the loop are all that was said.
     looped = "of movable types, then in the same operations with ugly ones."
     looped += " In the same operations with ugly ones..."
-    assert _tail_loop_cut(looped.split()) == 11
+    assert _without_tail_loop(looped.split()) == looped.split()[:11]
     unfinished = "either to the to the to the to"  # the last copy cut short
-    assert _tail_loop_cut(unfinished.split()) == 3
-    # Words after the loop were said: decoded again rather than lost.
+    assert _without_tail_loop(unfinished.split()) == ["either", "to", "the"]
+    # A short repeat followed by more words may be the speaker's: all kept, not decoded
+    # again (which lost the words after it).
     went_on = "some more words, words, words. And that should be all, thanks!"
-    assert _repeat_cut(went_on.split()) == 3 and _tail_loop_cut(went_on.split()) is None
-    assert _tail_loop_cut(["no", "loop", "in", "these", "words"]) is None
+    assert _repeat_cut(went_on.split()) == 3
+    assert _without_tail_loop(went_on.split()) == went_on.split()
+    # ... and a loop that runs to the end after them is still cut.
+    looped_after = went_on.split() + _split("All right, thanks!") * 3
+    assert _without_tail_loop(looped_after) == [*went_on.split(), "All", "right,"]
+    assert _without_tail_loop(["no", "loop", "in", "these", "words"]) is None
+
+
+def test_words_said_after_a_long_loop_are_kept() -> None:
+    # A final pass over "For the twentieth time that evening the [2 s] two men shook
+    # hands": tiny.en looped in the pause and then wrote what followed it. Cutting at
+    # the loop's first copy answered "...that either to the".
+    heard = "For the twentieth time that either to the" + " to the" * 11
+    heard += " two men shook hands."
+    words = heard.split()
+    assert _without_tail_loop(words) == (
+        _split("For the twentieth time that either to the two men shook hands.")
+    )
+    # A stray word inside the loop does not end it; one word after it is the loop's.
+    strays = _split("we went to the to the to the to t to the to the park today")
+    assert _without_tail_loop(strays) == _split("we went to the park today")
+    ending = _split("we went to the to the to the to the to the to t")
+    assert _without_tail_loop(ending) == ["we", "went", "to", "the"]
 
 
 def test_a_stutter_loop_written_as_one_word_is_seen_and_cut() -> None:
@@ -58,7 +84,7 @@ def test_a_stutter_loop_written_as_one_word_is_seen_and_cut() -> None:
     words = _unchained(heard.split())
     assert words[:7] == ["the", "two", "time", "that", "evening,", "the", "t"]
     assert _looks_looped(words, hit_limit=False)
-    assert _tail_loop_cut(words) == 7  # "to" twice among 33 words of the loop's own
+    assert _without_tail_loop(words) == words[:7]  # "to" twice among 33 of the loop's own
     for word in ("state-of-the-art", "well-known", "bye-bye", "mother-in-law", "I-I-I"):
         assert _unchained([word]) == [word]
     stutter = ["I-I-I", "think", "we", "should", "b-b-b-b-begin", "now"]

@@ -105,6 +105,9 @@ class Transcription:
 
 
 TAIL_LOOP_STRAYS = 5  # a loop's tail may hold one other word in this many
+# Words after a loop's first copy that make it the decoder's, not the speaker's, where
+# words of another kind follow it (:func:`_without_tail_loop`).
+LOOP_WORDS_BEFORE_SPEECH = 6
 # A hyphenated "word" of this many pieces or more, some of them repeated, is a decoder
 # loop; a person's stutter ("I-I-I", "b-b-but") has a few.
 LOOP_CHAIN_PIECES = 8
@@ -136,21 +139,59 @@ def _repeat_cut(words: list[str]) -> int | None:
     return None if loop is None else loop[0] + loop[1]
 
 
-def _tail_loop_cut(words: list[str]) -> int | None:
-    """Like :func:`_repeat_cut`, but only for a loop that runs to the end of the words
-    (the words after the first copy are the loop's own, in any order, the last copy
-    perhaps unfinished, with at most one in ``TAIL_LOOP_STRAYS`` another word, as in
-    "the t the t the to the to the the the"): cutting there loses nothing that was
-    said, however many copies were written."""
+def _loop_end(norm: list[str], start: int, size: int) -> int:
+    """Where the loop found at ``start`` (a unit of ``size`` words) stops: after its
+    first copy the words run on while they are the unit's, one other word at a time (a
+    copy cut short, as in "the t the to the"); two other words in a row are speech."""
+    unit = set(norm[start : start + size])
+    end = i = start + size
+    while i < len(norm):
+        if norm[i] not in unit:
+            if i + 1 >= len(norm) or norm[i + 1] not in unit:
+                break
+            i += 1
+        i += 1
+        end = i
+    return end
+
+
+def _without_tail_loop(words: list[str]) -> list[str] | None:
+    """The words without a decoder loop, where nothing said is lost by cutting it; None
+    where something would be (decode again, or keep the words to the loop's first copy).
+
+    - A loop that runs to the end of the words (the words after its first copy are the
+      loop's own, in any order, the last copy perhaps unfinished, with at most one in
+      ``TAIL_LOOP_STRAYS`` another word, as in "the t the t the to the to the the the")
+      is cut after its first copy.
+    - A loop followed by words of another kind was left by the decoder on its own: the
+      words after it were heard. A long one (``LOOP_WORDS_BEFORE_SPEECH`` words or more
+      after the first copy) is the decoder's, and is cut: in a 2 s pause inside "...that
+      evening the [2 s] two men shook hands" tiny.en wrote "either to the" and then "to
+      the" eleven times before "two men shook hands."; cutting it with all that followed
+      answered "...that either to the". A short one may be the speaker's ("and here's
+      some more words, words, words, words. And that should be all") and is kept; both
+      times the words after it are kept too (their own loop, if any, cut the same way).
+    """
     norm = _normalized(words)
     loop = _first_loop(norm)
     if loop is None:
         return None
     start, size = loop
+    cut, end = start + size, _loop_end(norm, start, size)
+    if len(norm) - end >= 2:
+        after = words[end:]
+        if _first_loop(norm[end:]) is not None:
+            kept_after = _without_tail_loop(after)
+            if kept_after is None:
+                return None
+            after = kept_after
+        if end - cut >= LOOP_WORDS_BEFORE_SPEECH:
+            return words[:cut] + after
+        return words[:end] + after
     unit = set(norm[start : start + size])
-    rest = norm[start + size :]
+    rest = norm[cut:]
     strays = sum(word not in unit for word in rest)
-    return start + size if strays * TAIL_LOOP_STRAYS <= len(rest) else None
+    return words[:cut] if strays * TAIL_LOOP_STRAYS <= len(rest) else None
 
 
 def _unchained(words: list[str]) -> list[str]:
@@ -328,7 +369,7 @@ class WhisperEngine:
             room = self.config.final_window_ms - len(audio) * 1000 // SAMPLE_RATE
             pad = max(self.config.pad_ms, min(pad, room))
         retries = 0
-        cut: int | None = None
+        cut = False
         for pad_ms in (pad, pad * 3):
             ids, hit_limit, no_speech, frames, logprob, encoded = self._run(
                 audio, pad_ms, prompt, timestamp_mode
@@ -344,14 +385,15 @@ class WhisperEngine:
             if not _looks_looped(words, hit_limit):
                 break
             log.debug("pass looked looped at %d ms padding: %r", pad_ms, words[:20])
-            cut = _tail_loop_cut(words) if self.config.cut_tail_loops else None
-            if cut is not None:
-                break  # the loop only repeats the end: nothing is lost by cutting it
+            kept = _without_tail_loop(words) if self.config.cut_tail_loops else None
+            if kept is not None:
+                cut, words = kept != words, kept
+                break  # nothing said is lost by cutting the loop
             retries += 1
         else:  # still looping with a longer margin: keep the text up to the first repeat
-            cut = _repeat_cut(words)
-        if cut is not None:
-            words = words[:cut]
+            first_repeat = _repeat_cut(words)
+            if first_repeat is not None:
+                cut, words = True, words[:first_repeat]
         if no_speech > self.config.no_speech_threshold and (
             len(words) <= 2 or logprob < self.config.logprob_threshold
         ):
@@ -364,7 +406,7 @@ class WhisperEngine:
             # Cut words are aligned as kept: the loop's copies would take up the frames.
             text_ids = (
                 tok.encode(" " + " ".join(words))
-                if cut is not None or split
+                if cut or split
                 else [i for i in ids if i < tok.eot]
             )
             timed = self._align(encoded, text_ids, len(audio), frames)
@@ -387,7 +429,7 @@ class WhisperEngine:
             compute_ms=(time.perf_counter() - started) * 1000.0,
             window_frames=frames,
             retries=retries,
-            loop_cut=cut is not None,
+            loop_cut=cut,
             no_speech_prob=no_speech,
             avg_logprob=logprob,
         )
