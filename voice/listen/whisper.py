@@ -171,6 +171,8 @@ def _without_tail_loop(words: list[str]) -> list[str] | None:
       answered "...that either to the". A short one may be the speaker's ("and here's
       some more words, words, words, words. And that should be all") and is kept; both
       times the words after it are kept too (their own loop, if any, cut the same way).
+      Decoding again, then cutting at the first repeat, lost that monologue's last six
+      words.
     """
     norm = _normalized(words)
     loop = _first_loop(norm)
@@ -386,9 +388,12 @@ class WhisperEngine:
                 break
             log.debug("pass looked looped at %d ms padding: %r", pad_ms, words[:20])
             kept = _without_tail_loop(words) if self.config.cut_tail_loops else None
-            if kept is not None:
+            if kept is not None and (kept != words or pad_ms != pad):
+                # Nothing said is lost by cutting the loop. A short repeat kept whole
+                # may be the decoder's too ("...with other, don't, don't, don't, only
+                # want."): it is taken only from the wider margin's decode.
                 cut, words = kept != words, kept
-                break  # nothing said is lost by cutting the loop
+                break
             retries += 1
         else:  # still looping with a longer margin: keep the text up to the first repeat
             first_repeat = _repeat_cut(words)
