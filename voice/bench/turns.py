@@ -109,10 +109,6 @@ MODES: dict[str, dict[str, Any]] = {
     # The word-timing guard's slack for every word, not for each syllable: no word is
     # found broken off (the guard as it first was).
     "per_word_slack": {"listen.unspoken_slack_per_syllable": False},
-    # Passes over less audio commit no words (the default: 0, any pass may).
-    "commit_after_1500": {"listen.min_commit_audio_ms": 1500},
-    # Speculations a turn may start (the default: 3); a long turn's pauses spend them.
-    "speculate_8": {"conversation.speculation_retries": 8},
     # A pass that loops at its end decoded again on three times the margin, not cut.
     "loop_retry": {"asr.cut_tail_loops": False},
     # The unfinished words as they were before 3 December: no determiner "his", no

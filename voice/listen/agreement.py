@@ -128,11 +128,6 @@ class LocalAgreement:
         self.tail = list(hypothesis[n:])
         return newly
 
-    def observe(self, hypothesis: list[str]) -> None:
-        """Show a pass's words as the unstable tail without letting them commit anything."""
-        self.tail = list(hypothesis)
-        self._has_previous = False
-
     def force_commit(self, words: list[str]) -> None:
         """Commit words without agreement (used when audio must be dropped from the window)."""
         self.committed.extend(words)

@@ -76,7 +76,6 @@ class ListenConfig:
     # -> 8.02% (4 words more, in 2 of 45 clips; the monologues' WER unchanged).
     max_window_s: float = 6.0
     holdback_words: int = 2
-    min_commit_audio_ms: int = 0
     # A last word the alignment starts this close to the end of the speech, or after it,
     # was not said: Whisper finishes the sentence it heard into the pause ("...the door
     # to see." for "...the door to"); a real last word starts a word's length earlier.
@@ -444,10 +443,7 @@ class Listener:
                 return [self._final(utt, full, result)]
         if utt.ended_at >= 0:
             return []
-        if len(request.audio) * 1000 < self.config.min_commit_audio_ms * SAMPLE_RATE:
-            utt.agreement.observe(words)
-        else:
-            utt.agreement.update(words)
+        utt.agreement.update(words)
         if request.with_timestamps:
             self._trim(utt, request, result.segments)
         return [
