@@ -152,6 +152,45 @@ def test_a_long_turn_is_trimmed_though_a_pass_rewrites_a_committed_word() -> Non
     assert max(engine.calls) <= (ListenConfig().max_window_s + 3.0) * 16000
 
 
+class OneOpenSegment:
+    """Hears ``wK`` for each 200 ms block K as NumberedWords does, and writes a long pass
+    as one segment it never closes (no end time): tiny.en on spontaneous speech."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        self.calls.append(len(audio))
+        blocks = np.round((audio[audio > 0.05] - 0.2) / 1e-4).astype(int)
+        ids, counts = np.unique(blocks, return_counts=True)
+        words = [f"w{k}" for k, n in zip(ids, counts, strict=True) if n >= 1600]
+        segments = [Segment(0.0, 0.0, " ".join(words))] if with_timestamps and words else []
+        return Transcription(words=words, segments=segments, compute_ms=20.0)
+
+
+def test_a_long_turn_without_segment_ends_is_trimmed_in_its_pauses() -> None:
+    """Where Whisper closes no segment, the buffer is cut in a pause whose words are
+    committed (the pass at the pause heard exactly the audio before it): before, such a
+    20 s meeting turn sent passes of up to 18 s."""
+    blocks, every = 100, 15  # 20 s of words, a 0.4 s pause after every 3 s
+    parts = [silence(0.5)]
+    for k in range(blocks):
+        parts.append(np.full(3200, 0.2 + k * 1e-4, np.float32))
+        if k % every == every - 1:
+            parts.append(silence(0.4))
+    audio = np.concatenate([*parts, silence(2.0)])
+    longest = {}
+    for in_pauses in (True, False):
+        config = ListenConfig(trim_in_pauses=in_pauses)
+        listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), config)
+        engine = OneOpenSegment()
+        events = list(listen_virtual(listener, engine, audio))
+        (final,) = [e for e in events if isinstance(e, Final)]
+        assert final.text.split() == [f"w{k}" for k in range(blocks)]
+        longest[in_pauses] = max(engine.calls) / 16000
+    assert longest[True] <= ListenConfig().max_window_s + 3.5 < 15.0 < longest[False]
+
+
 class NumberedWords:
     """Hears word ``wK`` wherever most of 200 ms block K of the stream is in the audio
     (the test audio's level encodes K), and never gives segment times, so a monologue

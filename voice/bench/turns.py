@@ -109,6 +109,8 @@ MODES: dict[str, dict[str, Any]] = {
     # The word-timing guard's slack for every word, not for each syllable: no word is
     # found broken off (the guard as it first was).
     "per_word_slack": {"listen.unspoken_slack_per_syllable": False},
+    # Long buffers cut only at Whisper's segment ends, not also in committed pauses.
+    "no_pause_trim": {"listen.trim_in_pauses": False},
     # A pass that loops at its end decoded again on three times the margin, not cut.
     "loop_retry": {"asr.cut_tail_loops": False},
     # The unfinished words as they were before 3 December: no determiner "his", no

@@ -75,6 +75,12 @@ class ListenConfig:
     # conversation, 1025-1220 -> 470-625 ms on joined pairs; voice bench asr WER 7.08%
     # -> 8.02% (4 words more, in 2 of 45 clips; the monologues' WER unchanged).
     max_window_s: float = 6.0
+    # Where Whisper closes no segment (one open segment is how tiny.en writes most long
+    # passes of spontaneous speech), cut the buffer in a pause whose words are committed.
+    # voice bench turns, two runs each: conversation over 15 s p50 / p95 740-760 /
+    # 1143-1157 ms, against 1164-1180 / 1460-1593 without; long pairs 690-760 / 814-843,
+    # against 790-910 / 943-1225; cut-ins within their spread (docs/turn-taking.md).
+    trim_in_pauses: bool = True
     holdback_words: int = 2
     # A last word the alignment starts this close to the end of the speech, or after it,
     # was not said: Whisper finishes the sentence it heard into the pause ("...the door
@@ -130,6 +136,9 @@ class _Utterance:
     finished: bool = False
     unspoken: Unspoken = NOTHING_UNSPOKEN  # last words of final_result the audio lacks
     first_request: int = 0  # results of passes asked before a join describe other audio
+    # Passes over the buffer up to a pause: (their end, the words said in them), for a
+    # cut where Whisper closes no segment (``_pause_cut``). Emptied by every trim.
+    pause_hearings: list[tuple[int, list[str]]] = field(default_factory=list)
 
     def audio(self) -> Float32Array:
         if len(self.chunks) > 1:
@@ -144,6 +153,7 @@ class _Utterance:
         kept = self.audio()[samples:]
         self.chunks, self.size = [kept], len(kept)
         self.start_sample += samples
+        self.pause_hearings.clear()
 
     @property
     def end_sample(self) -> int:
@@ -168,6 +178,26 @@ class _Span:
     last_speech_end: int
     context: str  # its words before ``start_sample`` (trimmed, or joined earlier)
     text: str  # all its words, as its final said them
+
+
+def _pause_cut(committed: list[str], utt: _Utterance, usable_until: int) -> tuple[float, int]:
+    """Where to cut a buffer in a pause (seconds into it), and how many of its
+    ``committed`` words go with the cut, when no segment end can say: the latest pass
+    over the buffer up to a pause (ending before ``usable_until``) whose words said line
+    up with committed ones. tiny.en wrote 117 of the conversation set's 154 passes over
+    6 s as one segment it never closed, so such a turn was never trimmed (AMI FEE013:
+    passes of 18 s, and a final 680 ms after the endpoint). The pass at the pause heard
+    exactly the audio before its end, so no alignment is needed to place its words
+    (placing them by the alignment cut a held-out hesitation's words off, run X); the
+    words it made up for the pause are left out (the word-timing guard), and a pause
+    inside a word is no place to cut."""
+    for end, heard in reversed(utt.pause_hearings):
+        if end > usable_until or not heard:
+            continue
+        through = committed_through(committed, heard)
+        if through:
+            return (end - utt.start_sample) / SAMPLE_RATE, through
+    return 0.0, 0
 
 
 class Listener:
@@ -439,6 +469,11 @@ class Listener:
             utt.unspoken = unspoken_tail(
                 result.timed_words, speech_end_s, slack_s, per_syllable, most=len(words)
             )
+            if audio_start == utt.start_sample and not utt.unspoken.cut_off:
+                heard = utt.buffer_words() + words
+                utt.pause_hearings.append(
+                    (request.end_sample, heard[: len(heard) - utt.unspoken.words])
+                )
             if utt.ended_at >= 0:
                 return [self._final(utt, full, result)]
         if utt.ended_at >= 0:
@@ -472,7 +507,7 @@ class Listener:
     def _trim(self, utt: _Utterance, request: TranscribeRequest, segments: list[Segment]) -> None:
         """Cut the buffer after the last whole segment made only of committed words (as
         :func:`committed_through` lines them up: a word the pass rewrote does not stop
-        it)."""
+        it); failing that, in a pause whose words are committed (:func:`_pause_cut`)."""
         committed = utt.buffer_words()
         cut_s, cut_words = 0.0, 0
         heard: list[str] = []
@@ -484,10 +519,12 @@ class Listener:
             through = committed_through(committed, heard)
             if through is not None and through > cut_words:
                 cut_s, cut_words = seg.end_s, through
+        if not cut_words and self.config.trim_in_pauses:
+            cut_s, cut_words = _pause_cut(committed, utt, request.end_sample - SAMPLE_RATE)
         if cut_words:
             utt.trimmed_words += cut_words
             utt.trim(int(cut_s * SAMPLE_RATE))
-            utt.cut_in_speech = False  # between two segments: no word was cut
+            utt.cut_in_speech = False  # between two segments, or in a pause: no word was cut
 
     def _final(self, utt: _Utterance, words: list[str], result: Transcription) -> Final:
         utt.finished = True
