@@ -113,6 +113,14 @@ def test_a_live_pass_taken_back_is_asked_again_over_the_newer_audio() -> None:
     assert again.request_id != first.request_id and again.end_sample > first.end_sample
 
 
+def numbered_words(audio: np.ndarray) -> list[str]:
+    """Word ``wK`` wherever most of 200 ms block K of the stream is in ``audio`` (the test
+    audio's level encodes K)."""
+    blocks = np.round((audio[audio > 0.05] - 0.2) / 1e-4).astype(int)
+    ids, counts = np.unique(blocks, return_counts=True)
+    return [f"w{k}" for k, n in zip(ids, counts, strict=True) if n >= 1600]
+
+
 class SegmentsWithARewrittenWord:
     """Hears word ``wK`` for each 200 ms block K of the stream as NumberedWords does, in
     segments of ten words with their times, and once the pass holds 15 words, writes its
@@ -124,9 +132,7 @@ class SegmentsWithARewrittenWord:
 
     def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
         self.calls.append(len(audio))
-        blocks = np.round((audio[audio > 0.05] - 0.2) / 1e-4).astype(int)
-        ids, counts = np.unique(blocks, return_counts=True)
-        words = [f"w{k}" for k, n in zip(ids, counts, strict=True) if n >= 1600]
+        words = numbered_words(audio)
         if len(words) >= 15 and len(self.calls) % 2:
             words[1] = f"x{words[1]}"
         tens = [words[i : i + 10] for i in range(0, len(words), 10)]
@@ -161,9 +167,7 @@ class OneOpenSegment:
 
     def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
         self.calls.append(len(audio))
-        blocks = np.round((audio[audio > 0.05] - 0.2) / 1e-4).astype(int)
-        ids, counts = np.unique(blocks, return_counts=True)
-        words = [f"w{k}" for k, n in zip(ids, counts, strict=True) if n >= 1600]
+        words = numbered_words(audio)
         segments = [Segment(0.0, 0.0, " ".join(words))] if with_timestamps and words else []
         return Transcription(words=words, segments=segments, compute_ms=20.0)
 
@@ -197,9 +201,7 @@ class NumberedWords:
     is only ever trimmed by force."""
 
     def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
-        blocks = np.round((audio[audio > 0.05] - 0.2) / 1e-4).astype(int)
-        ids, counts = np.unique(blocks, return_counts=True)
-        return Transcription(words=[f"w{k}" for k, n in zip(ids, counts, strict=True) if n >= 1600])
+        return Transcription(words=numbered_words(audio))
 
 
 def test_a_forced_trim_of_a_monologue_does_not_repeat_words() -> None:
