@@ -180,11 +180,11 @@ class _Span:
     text: str  # all its words, as its final said them
 
 
-def _pause_cut(committed: list[str], utt: _Utterance, usable_until: int) -> tuple[float, int]:
+def _pause_cut(committed: list[str], utt: _Utterance, usable_until: float) -> tuple[float, int]:
     """Where to cut a buffer in a pause (seconds into it), and how many of its
     ``committed`` words go with the cut, when no segment end can say: the latest pass
-    over the buffer up to a pause (ending before ``usable_until``) whose words said line
-    up with committed ones. tiny.en wrote 117 of the conversation set's 154 passes over
+    over the buffer up to a pause (ending by ``usable_until`` seconds into it) whose words
+    said line up with committed ones. tiny.en wrote 117 of the conversation set's 154 passes over
     6 s as one segment it never closed, so such a turn was never trimmed (AMI FEE013:
     passes of 18 s, and a final 680 ms after the endpoint). The pass at the pause heard
     exactly the audio before its end, so no alignment is needed to place its words
@@ -192,11 +192,12 @@ def _pause_cut(committed: list[str], utt: _Utterance, usable_until: int) -> tupl
     words it made up for the pause are left out (the word-timing guard), and a pause
     inside a word is no place to cut."""
     for end, heard in reversed(utt.pause_hearings):
-        if end > usable_until or not heard:
+        end_s = (end - utt.start_sample) / SAMPLE_RATE
+        if end_s > usable_until or not heard:
             continue
         through = committed_through(committed, heard)
         if through:
-            return (end - utt.start_sample) / SAMPLE_RATE, through
+            return end_s, through
     return 0.0, 0
 
 
@@ -469,7 +470,11 @@ class Listener:
             utt.unspoken = unspoken_tail(
                 result.timed_words, speech_end_s, slack_s, per_syllable, most=len(words)
             )
-            if audio_start == utt.start_sample and not utt.unspoken.cut_off:
+            if (
+                self.config.trim_in_pauses
+                and audio_start == utt.start_sample
+                and not utt.unspoken.cut_off
+            ):
                 heard = utt.buffer_words() + words
                 utt.pause_hearings.append(
                     (request.end_sample, heard[: len(heard) - utt.unspoken.words])
@@ -520,7 +525,7 @@ class Listener:
             if through is not None and through > cut_words:
                 cut_s, cut_words = seg.end_s, through
         if not cut_words and self.config.trim_in_pauses:
-            cut_s, cut_words = _pause_cut(committed, utt, request.end_sample - SAMPLE_RATE)
+            cut_s, cut_words = _pause_cut(committed, utt, usable_until)
         if cut_words:
             utt.trimmed_words += cut_words
             utt.trim(int(cut_s * SAMPLE_RATE))
