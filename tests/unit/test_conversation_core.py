@@ -157,7 +157,8 @@ def test_a_turn_is_answered_from_the_speculation_and_played_in_full() -> None:
 
 def test_a_mid_sentence_pause_cancels_the_speculation_and_makes_one_turn() -> None:
     user = np.concatenate([tone(0.8), gap(0.4), tone(0.8)])
-    result, _ = run([at(user, 0.5)])
+    at_once = ConversationConfig(speculation_lead_ms=0)  # prepared as soon as the words come
+    result, _ = run([at(user, 0.5)], config=at_once)
     assert [e["reason"] for e in of(result, "speculation_cancel")] == ["user went on"]
     (final,) = of(result, "final")
     assert final["text"] == "one two three four five six seven eight."
@@ -165,6 +166,26 @@ def test_a_mid_sentence_pause_cancels_the_speculation_and_makes_one_turn() -> No
     assert start["text"] == final["text"] and start["speculative"]
     # The cancelled speculation was never shown: the only reply text is the real reply's.
     assert {e["reply_id"] for e in of(result, "reply_text")} == {start["reply_id"]}
+
+
+def test_a_reply_to_unfinished_words_is_prepared_only_near_the_end_of_their_wait() -> None:
+    # At the pause the words are "one two three four," (a comma: unfinished, 2 s), and
+    # their reply is prepared 400 ms before that wait runs out, not at once: a pause of
+    # 400 ms prepares nothing.
+    short = np.concatenate([tone(0.8), gap(0.4), tone(0.8)])
+    result, _ = run([at(short, 0.5)])
+    (start,) = of(result, "speculation_start")
+    assert start["text"] == "one two three four five six seven eight."
+    assert not of(result, "speculation_cancel")
+    # A pause of 1.8 s after the same words: the reply is prepared 1.6 s in, and thrown
+    # away when the user goes on.
+    long = np.concatenate([tone(0.8), gap(1.8), tone(0.8)])
+    result, _ = run([at(long, 0.5)])
+    first, _last = of(result, "speculation_start")
+    assert first["text"] == "one two three four,"
+    end_ms = 500 + 800
+    assert end_ms + 2000 - 400 <= first["audio_ms"] < end_ms + 1800
+    assert [e["reason"] for e in of(result, "speculation_cancel")] == ["user went on"]
 
 
 def test_barge_in_stops_the_reply_and_history_keeps_what_was_heard() -> None:

@@ -46,6 +46,12 @@ class ConversationConfig:
 
     speculate: bool = True  # start the reply when the user pauses, before the turn ends
     speculation_retries: int = 3  # speculations per utterance at most
+    # Prepare the reply this long before the pause's end-of-turn silence runs out, not
+    # as soon as the pause's words are known: after unfinished words (2 s) a reply
+    # prepared at once is thrown away most of the time, and spends one of the turn's
+    # speculations. 0: prepare at once. Not used with turn.use_model (its opinion
+    # comes with the speculation).
+    speculation_lead_ms: int = 400
     presynthesize: bool = True  # also synthesise the first chunk while speculating
     barge_in: bool = True  # False: half-duplex, the user cannot interrupt
     barge_in_pause_ms: int = 80  # voiced run over a reply that pauses the output
@@ -124,6 +130,7 @@ class SessionBase:
         # Speculation: the reply prepared while the user pauses.
         self._spec: Generation | None = None
         self._spec_tries: dict[int, int] = {}
+        self._spec_deferred: int | None = None  # the utterance whose reply waits to be prepared
         # The silence inside the open utterance at the last frame (its id, ms): the
         # speaker's pauses, for their pace (turn.use_pace).
         self._silence_seen: tuple[int | None, int] = (None, 0)

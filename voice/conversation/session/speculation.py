@@ -1,9 +1,12 @@
 """Speculation: preparing the reply while the user pauses, before the turn has ended.
 
 When the user pauses and a recognition pass already covers everything the final
-transcript needs, the session asks the LLM how likely the turn is over (which sets
-the end-of-turn silence, see :mod:`voice.conversation.turns`) and starts the reply,
-and the first sentence's synthesis, on those words, holding everything back. If the
+transcript needs, the session judges the words (which sets the end-of-turn silence,
+see :mod:`voice.conversation.turns`; with the LLM's opinion where that is on) and
+starts the reply, and the first sentence's synthesis, on those words, holding
+everything back: at once where the words look finished, and only
+``speculation_lead_ms`` before the silence runs out where they do not (most pauses
+after "the", "and" or "um" end with the user going on). If the
 turn ends with the same words, the held reply is released at once (see
 :mod:`~voice.conversation.session.turn_taking`); if the user speaks on or the words
 change, it is cancelled and never shown or played.
@@ -45,6 +48,8 @@ class Speculation(SessionBase):
         if tries >= self.config.speculation_retries:
             self._judge_words(uid, text)
             return
+        if self._too_soon_to_prepare(uid, text):
+            return
         messages = self._prompt(text)
         if messages is None:
             return
@@ -59,6 +64,32 @@ class Speculation(SessionBase):
                     audio_ms=self.now_ms, utterance_id=uid, gen_id=gen.gen_id, text=text
                 )
             )
+
+    def _too_soon_to_prepare(self, uid: int, text: str) -> bool:
+        """Judge the pause's words now; whether preparing their reply should wait until
+        ``speculation_lead_ms`` before the silence they were given runs out
+        (``_watch_deferred_speculation`` starts it then, if the user is still silent)."""
+        lead = self.config.speculation_lead_ms
+        if lead <= 0 or self.eot_available:
+            return False
+        self._judge_words(uid, text)
+        self._spec_deferred = uid if self._silence_left_ms() > lead else None
+        return self._spec_deferred is not None
+
+    def _watch_deferred_speculation(self) -> None:
+        uid = self._spec_deferred
+        if uid is None:
+            return
+        if self.listener.open_utterance != uid or self.listener.endpointer.silence_ms == 0:
+            self._spec_deferred = None  # over, or the user went on: the next pause decides
+        elif self._silence_left_ms() <= self.config.speculation_lead_ms:
+            self._spec_deferred = None
+            self._maybe_speculate()
+
+    def _silence_left_ms(self) -> int:
+        """How much more silence ends the open utterance's turn, as judged now."""
+        endpointer = self.listener.endpointer
+        return endpointer.config.end_silence_ms - endpointer.silence_ms
 
     def _judge(self, gen: Generation) -> None:
         uid = gen.utterance_id

@@ -57,6 +57,7 @@ class Session(TurnTaking):
         self._watch_pace()
         self._watch_barge_in()
         self._watch_user_resumed()
+        self._watch_deferred_speculation()
         self._watch_filler()
         self._update_state()
 
