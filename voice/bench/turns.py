@@ -113,10 +113,15 @@ MODES: dict[str, dict[str, Any]] = {
     "no_pause_trim": {"listen.trim_in_pauses": False},
     # A pass that loops at its end decoded again on three times the margin, not cut.
     "loop_retry": {"asr.cut_tail_loops": False},
-    # Speculations a turn may start (3 by default; a long turn's pauses spend them).
-    "speculate_8": {"conversation.speculation_retries": 8},
+    # Speculations a turn may start (8 by default; a long turn's pauses spend them).
+    "speculate_3": {"conversation.speculation_retries": 3},
     # The reply prepared as soon as a pause's words are known, whatever their wait.
     "prepare_at_once": {"conversation.speculation_lead_ms": 0},
+    # Both, as speculation was until 3 December (night).
+    "speculation_before": {
+        "conversation.speculation_retries": 3,
+        "conversation.speculation_lead_ms": 0,
+    },
     # The unfinished words as they were before 3 December: no determiner "his", no
     # pronoun's contracted auxiliary ("it's"), no open words without a mark ("is").
     "open_words_off": {

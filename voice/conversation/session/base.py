@@ -45,7 +45,9 @@ class ConversationConfig:
     """The ``[conversation]`` settings."""
 
     speculate: bool = True  # start the reply when the user pauses, before the turn ends
-    speculation_retries: int = 3  # speculations per utterance at most
+    # Speculations per utterance at most: a long turn's pauses after whole sentences
+    # spend them, and its real end then has no reply prepared (200-300 ms later).
+    speculation_retries: int = 8
     # Prepare the reply this long before the pause's end-of-turn silence runs out, not
     # as soon as the pause's words are known: after unfinished words (2 s) a reply
     # prepared at once is thrown away most of the time, and spends one of the turn's
