@@ -267,3 +267,55 @@ def test_syllables_are_never_overcounted() -> None:
     # Silent endings and digits count low: a word thought longer than it is would be
     # taken for broken off.
     assert [syllables(w) for w in ("mobile", "opened", "600", "—")] == [2, 2, 1, 1]
+
+
+def run_onsets(frames: list[tuple[bool, float, bool]], **config: int) -> list[tuple[int, object]]:
+    """Frames of (voiced, level, hair trigger)."""
+    endpointer = Endpointer(EndpointConfig(**config))
+    out = []
+    for i, (voiced, level, onset) in enumerate(frames):
+        event = endpointer.push(voiced, level, onset=onset)
+        if event is not None:
+            out.append((i, event))
+    return out
+
+
+def with_onset(
+    frames: list[tuple[bool, float]], onset: bool = False
+) -> list[tuple[bool, float, bool]]:
+    return [(voiced, level, onset) for voiced, level in frames]
+
+
+SILENT = [(False, -70.0, False)] * 120
+GAP = [(False, -70.0, False)] * 12  # frames 45..56: past the words' own tail
+
+
+def test_a_soft_voice_the_vad_does_not_call_speech_holds_the_end() -> None:
+    # The hair trigger hears 600 ms of a voice the VAD does not (a cold, a mumble): a
+    # reply started then would be paused at once. The silence counts from its end.
+    soft = [(False, -40.0, True)] * 30  # frames 57..86
+    frames = with_onset(QUIET + WORDS) + GAP + soft + SILENT
+    ended_at, ended = run_onsets(frames, end_silence_ms=400)[1]
+    assert isinstance(ended, Ended) and ended.last_speech_frame == 44
+    assert ended_at == 86 + 400 // 20
+    # Off, the turn ends under it.
+    ended_at, _ = run_onsets(frames, end_silence_ms=400, voice_run_ms=0)[1]
+    assert ended_at == 44 + 400 // 20
+
+
+def test_a_hair_trigger_blip_or_an_inaudible_run_does_not_hold_the_end() -> None:
+    blip = [(False, -40.0, True)] * 3  # 60 ms: under voice_run_ms
+    faint = [(False, -69.0, True)] * 10  # not over the room's floor
+    for sound in (blip, faint):
+        frames = with_onset(QUIET + WORDS) + GAP + sound + SILENT
+        # (resume_hold_ms off: a blip that rises out of the pause is its business)
+        ended_at, _ = run_onsets(frames, end_silence_ms=400, resume_hold_ms=0)[1]
+        assert ended_at == 44 + 400 // 20
+
+
+def test_a_steady_sound_the_hair_trigger_hears_holds_the_end_at_most_voice_hold_ms() -> None:
+    television = [(False, -40.0, True)] * 200
+    frames = with_onset(QUIET + WORDS) + GAP + television
+    ended_at, ended = run_onsets(frames, end_silence_ms=400, voice_hold_ms=1000)[1]
+    assert isinstance(ended, Ended) and ended.last_speech_frame == 44
+    assert ended_at == 44 + (400 + 1000) // 20

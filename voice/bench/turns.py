@@ -122,6 +122,10 @@ MODES: dict[str, dict[str, Any]] = {
         "conversation.speculation_retries": 3,
         "conversation.speculation_lead_ms": 0,
     },
+    # The end of turn not held by a hair-trigger run in the pause (before 3 December, late).
+    "voice_hold_off": {"vad.voice_run_ms": 0},
+    # A reply paused on a shorter run of the hair trigger (80 ms by default).
+    "pause_60": {"conversation.barge_in_pause_ms": 60},
     # The unfinished words as they were before 3 December: no determiner "his", no
     # pronoun's contracted auxiliary ("it's"), no open words without a mark ("is").
     "open_words_off": {

@@ -30,6 +30,13 @@ own, so it runs identically on files, live audio and scripted test timelines.
   voiced, or audible and rising out of the pause (``AUDIBLE_OVER_FLOOR_DB``
   over the pause's own median level, so steady music or noise does not hold
   it), the end waits for the VAD to decide, at most ``resume_hold_ms`` longer.
+- Not while a voice may be there: a run of ``voice_run_ms`` the VAD's hair trigger
+  hears (Silero at a low threshold, the one that pauses a reply), audible over the
+  floor, is sound the silence is counted from, for at most ``voice_hold_ms`` past
+  the end the words were given. A soft voice the VAD does not call speech (a cold,
+  a mumble) went on in such a run, and the reply started under it and was paused
+  at once: a turn does not end on a sound that would pause its reply. A steady
+  sound the hair trigger hears (music, a television) holds it no longer than that.
 """
 
 from __future__ import annotations
@@ -70,6 +77,8 @@ class EndpointConfig:
     preroll_ms: int = 300
     tail_trim_ms: int = 200  # the most the audible end may differ from the VAD's; 0: VAD only
     resume_hold_ms: int = 200  # the end waits this much at most for sound that may be speech
+    voice_run_ms: int = 80  # a hair-trigger run this long in a pause is sound; 0: off
+    voice_hold_ms: int = 1500  # ... that holds the end at most this much longer
 
     def validate(self) -> None:
         for name in ("window_ms", "start_voiced_ms", "resume_voiced_ms", "end_silence_ms"):
@@ -77,6 +86,10 @@ class EndpointConfig:
                 raise ConfigError(f"vad.{name} must be at least {FRAME_MS} ms.")
         if self.tail_trim_ms < 0:
             raise ConfigError("vad.tail_trim_ms must not be negative (0 ends on the VAD alone).")
+        if self.voice_run_ms < 0 or self.voice_hold_ms < 0:
+            raise ConfigError(
+                "vad.voice_run_ms and vad.voice_hold_ms must not be negative (0 turns it off)."
+            )
         if self.resume_hold_ms < 0:
             raise ConfigError(
                 "vad.resume_hold_ms must not be negative (0 ends on time even over a new word)."
@@ -126,6 +139,8 @@ class Endpointer:
         self._levels: deque[tuple[int, float]] = deque(maxlen=window_frames)  # for the onset
         self._quiet: deque[float] = deque(maxlen=FLOOR_FRAMES)  # levels heard outside speech
         self._last_stirring_frame = -1  # the last frame in a pause that may be speech again
+        self._voice_run = 0  # consecutive audible frames the hair trigger heard
+        self._last_voice_frame = -1  # the last frame of such a run of voice_run_ms
 
     @property
     def frames_seen(self) -> int:
@@ -144,6 +159,18 @@ class Endpointer:
         if not self.speaking:
             return 0
         return (self._frame - self.speech_end_frame) * FRAME_MS
+
+    @property
+    def quiet_ms(self) -> int:
+        """The silence the end of the turn counts: since the speech's end, or since the
+        last hair-trigger run in its pause, within ``voice_hold_ms`` of the end it
+        would have had (0 when idle)."""
+        silence = self.silence_ms
+        if self._last_voice_frame <= self.speech_end_frame:
+            return silence
+        if silence >= self.config.end_silence_ms + self.config.voice_hold_ms:
+            return silence
+        return min(silence, (self._frame - self._last_voice_frame) * FRAME_MS)
 
     def _audible(self, level_db: float | None, voiced: bool = True) -> bool:
         """Whether a frame of the utterance is loud enough to be speech, not its tail;
@@ -167,12 +194,17 @@ class Endpointer:
         return fresh * FRAME_MS >= self.config.resume_voiced_ms
 
     def push(
-        self, voiced: bool, level_db: float | None = None, burst_db: float | None = None
+        self,
+        voiced: bool,
+        level_db: float | None = None,
+        burst_db: float | None = None,
+        onset: bool | None = None,
     ) -> EndpointEvent | None:
         """``level_db``: the frame's RMS level in dBFS; without it speech ends where the
         VAD's voiced frames end. ``burst_db``: the level of its loudest part
         (:func:`voice.audio.format.burst_level_db`), which judges whether an unvoiced
-        frame after the words is still their sound; ``level_db`` when not given."""
+        frame after the words is still their sound; ``level_db`` when not given.
+        ``onset``: the VAD's hair trigger on the frame (none heard when not given)."""
         cfg = self.config
         self._frame += 1
         self._window.append((self._frame, voiced))
@@ -181,6 +213,7 @@ class Endpointer:
         if level_db is not None:
             self._levels.append((self._frame, level_db))
         voiced_ms = self._voiced_in_window() * FRAME_MS
+        self._watch_voice(bool(onset), level_db)
 
         if not self.speaking:
             if voiced and voiced_ms >= cfg.start_voiced_ms:
@@ -207,12 +240,20 @@ class Endpointer:
             self._last_audible_frame = self._frame
         elif voiced or self._rising(level_db):
             self._last_stirring_frame = self._frame
-        if self.silence_ms >= cfg.end_silence_ms and not self._held_for_new_word():
+        if self.quiet_ms >= cfg.end_silence_ms and not self._held_for_new_word():
             event = Ended(self.onset_frame, self.speech_end_frame)
             self.speaking = False
             self._window.clear()
             return event
         return None
+
+    def _watch_voice(self, onset: bool, level_db: float | None) -> None:
+        """Count the hair trigger's audible run; one of ``voice_run_ms`` is sound."""
+        heard = onset and self.speaking and self._audible(level_db, voiced=False)
+        self._voice_run = self._voice_run + 1 if heard else 0
+        run_ms = self.config.voice_run_ms
+        if run_ms > 0 and self._voice_run * FRAME_MS >= run_ms:
+            self._last_voice_frame = self._frame
 
     def _still_sounding(self, level_db: float | None) -> bool:
         """An unvoiced frame that is still the speech's sound: a final "s" the VAD let
@@ -241,7 +282,7 @@ class Endpointer:
         first sound: for the VAD to call it speech (the silence then starts over) or
         to let it go, at most ``resume_hold_ms`` past the end-of-turn silence."""
         stirring = self._frame - self._last_stirring_frame < STIRRING_FRAMES
-        overdue = self.silence_ms - self.config.end_silence_ms
+        overdue = self.quiet_ms - self.config.end_silence_ms
         return stirring and overdue < self.config.resume_hold_ms
 
     def force_end(self) -> Ended | None:

@@ -320,9 +320,10 @@ class Listener:
     def _frame(self, frame: Float32Array) -> list[Event]:
         events: list[Event] = []
         voiced = self.classifier.is_speech(float_to_pcm16(frame))
-        self.onset_run = self.onset_run + 1 if onset_heard(self.classifier, voiced) else 0
+        onset = onset_heard(self.classifier, voiced)
+        self.onset_run = self.onset_run + 1 if onset else 0
         self.sample += FRAME_SAMPLES
-        change = self.endpointer.push(voiced, level_db(frame), burst_level_db(frame))
+        change = self.endpointer.push(voiced, level_db(frame), burst_level_db(frame), onset)
         current = self._current()
         if current is not None:
             current.append(frame)

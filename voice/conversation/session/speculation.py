@@ -89,7 +89,7 @@ class Speculation(SessionBase):
     def _silence_left_ms(self) -> int:
         """How much more silence ends the open utterance's turn, as judged now."""
         endpointer = self.listener.endpointer
-        return endpointer.config.end_silence_ms - endpointer.silence_ms
+        return endpointer.config.end_silence_ms - endpointer.quiet_ms
 
     def _judge(self, gen: Generation) -> None:
         uid = gen.utterance_id
