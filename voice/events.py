@@ -202,7 +202,9 @@ class TurnContinued(Event):
     ``utterance_id`` joins ``continues`` as one turn, heard again as a whole. The reply
     to the first part (``reply_id``, -1 if none had started) stops, and leaves no trace
     in the history: it answered half a sentence, and the next reply answers all of it.
-    ``heard_ms``: how much of that reply had played."""
+    A reply that had already played to its end leaves it too, when it was short enough
+    to be barely heard (``turn.continue_max_heard_ms``). ``heard_ms``: how much of that
+    reply had played."""
 
     type: ClassVar[str] = "turn_continued"
     utterance_id: int

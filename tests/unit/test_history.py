@@ -33,3 +33,17 @@ def test_truncate_last_reply_keeps_what_was_heard() -> None:
     history.add_turn("hi", "Hello there. How can I help you today?")
     history.truncate_last_reply("Hello there.")
     assert history.turns[-1] == Message("assistant", "Hello there.")
+
+
+def test_a_turn_taken_back_leaves_no_trace_and_only_if_it_is_the_last() -> None:
+    history = History("sys", 1000, 100, count)
+    history.add_turn("hello", "Hi there.")
+    history.add_turn("set a timer for", "Okay.")
+    assert not history.take_back_turn("hello", "Hi there.")  # not the last one
+    assert not history.take_back_turn("set a timer for", "Sure.")
+    assert len(history.turns) == 4
+    assert history.take_back_turn("set a timer for", "Okay.")
+    assert [m.content for m in history.turns] == ["hello", "Hi there."]
+    assert [m.content for m in history.prompt_for("ten minutes")[1:]] == [
+        "hello", "Hi there.", "ten minutes"
+    ]  # fmt: skip

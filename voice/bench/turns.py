@@ -124,6 +124,8 @@ MODES: dict[str, dict[str, Any]] = {
     },
     # The end of turn not held by a hair-trigger run in the pause (before 3 December, late).
     "voice_hold_off": {"vad.voice_run_ms": 0},
+    # Speech after a short reply that played to its end is a new turn (before 3 Dec., late).
+    "short_reply_no_join": {"turn.continue_after_short_reply": False},
     # A reply paused on a shorter run of the hair trigger (80 ms by default).
     "pause_60": {"conversation.barge_in_pause_ms": 60},
     # The unfinished words as they were before 3 December: no determiner "his", no

@@ -7,7 +7,9 @@ sentence in the history is what a user notices. So speech that starts soon
 after the user's turn ended, while the reply to it is live and has barely been
 heard, is a *candidate continuation*; once it has words (not a backchannel,
 not a cough), the session joins it to the turn: the reply stops and leaves the
-history, and the listener hears the whole turn again as one.
+history, and the listener hears the whole turn again as one. A reply that was
+over before the speech began counts the same, by all of it (:class:`Answered`):
+one short enough was barely heard however whole it was.
 
 Over a reply heard a little longer (a reader who goes on 1.1 s into it), the first
 words are not enough: a "stop" said a second into a reply has read "start." in its
@@ -39,6 +41,20 @@ class Candidate:
         had played by the onset, and whatever played since the speech was detected (it
         resumed in a gap of words-less speech, or before its words came)."""
         return self.heard_ms + max(0.0, played_ms - self.played_ms)
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A reply that played to its end: speech soon after may still be the rest of the
+    turn it answered, when it was short (a one-word "Amenities." to "...than his",
+    before "matter"): the user heard all of it, and it was barely anything."""
+
+    utterance_id: int  # the turn it answered
+    reply_id: int
+    turn_end_ms: float  # where that turn's speech ended
+    heard_ms: float  # all of it
+    user_text: str  # what history keeps of the exchange
+    reply_text: str
 
 
 class Continuation:

@@ -119,6 +119,10 @@ class TurnConfig:
     # 0.5 s in), heard by the VAD a syllable late; at 1500 a 2.0 s pause heard at
     # 1.54 s of reply was answered as a fragment (voice bench turns --modes late_1500).
     continue_late_max_heard_ms: int = 2000
+    # A reply that played to its end counts the same, by all of it, up to
+    # continue_max_heard_ms: "Amenities." (0.9 s) to "...than his [2 s] matter" was over
+    # when the user went on. False: only speech over a live reply continues the turn.
+    continue_after_short_reply: bool = True
     # The speaker's own pace: after finished-looking words, wait at least as long as
     # pace_percentile of this speaker's pauses inside their speech so far (once
     # pace_min_pauses were seen; at most pace_max_ms). Off by default: measured in

@@ -154,6 +154,19 @@ class History:
         self._answer_chars = len(assistant_text)
         self._trim()
 
+    def take_back_turn(self, user_text: str, assistant_text: str) -> bool:
+        """Forget the last turn if it is this question and answer (the user went on with
+        it, and the whole of it is answered again): False, and nothing changes, if not."""
+        last = self.turns[-2:]
+        if last != [Message("user", user_text), Message("assistant", assistant_text)]:
+            return False
+        for message in last:
+            self._costs.pop(message, None)
+        del self.turns[-2:]
+        before = self.turns[-1] if self.turns else None
+        self._answer_chars = len(before.content) if before and before.role == "assistant" else 0
+        return True
+
     def add_said(self, assistant_text: str) -> None:
         """Something the assistant said unprompted (a greeting): the next turn's context.
         After another assistant message the lines join (roles must alternate): an LLM

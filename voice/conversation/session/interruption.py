@@ -35,6 +35,7 @@ class Interruptions(PlaybackAccounting):
         self.end_of_turn.await_judgement()
         reply = self._reply
         if reply is None:
+            self._may_continue_answered(event)
             return
         if not self.config.barge_in:
             self._ignored.add(event.utterance_id)
@@ -51,6 +52,23 @@ class Interruptions(PlaybackAccounting):
         patient = self._continuation.may_continue(event.utterance_id)
         decision = self._barge.on_speech_start(event.utterance_id, self.now_ms, patient)
         self._decide(decision, event.start_ms)
+
+    def _may_continue_answered(self, event: SpeechStart) -> None:
+        """Speech after a reply played to its end may still be the rest of the turn it
+        answered, if all of that reply was short enough for its first words to join
+        (``turn.continue_max_heard_ms``; see :class:`Answered`). Not to the late limit:
+        that allows for a reply playing on while the VAD hears the onset late, and a
+        reply that is over played on over nothing."""
+        answered = self._answered
+        if (
+            answered is not None
+            and self.turn.continue_after_short_reply
+            and answered.heard_ms <= self.turn.continue_max_heard_ms
+        ):
+            self._continuation.on_speech_start(
+                event.utterance_id, event.start_ms, answered.utterance_id,
+                answered.turn_end_ms, answered.heard_ms,
+            )  # fmt: skip
 
     def _watch_barge_in(self) -> None:
         if self._reply is not None and self.config.barge_in:
@@ -122,23 +140,32 @@ class Interruptions(PlaybackAccounting):
         audio is gone (then the ordinary barge-in and the unanswered words take it)."""
         if not self._could_be_more_of_turn(text, no_speech_prob):
             return False
-        reply = self._reply
-        heard = None if reply is None else self._heard_ms()
+        reply, answered = self._reply, self._answered if self._reply is None else None
+        heard = self._heard_ms() if reply else answered.heard_ms if answered else None
         if not ended and self._continuation.is_late(uid, heard) and not self._many_words(text):
             return False  # late: more words decide, see _holds_for_final
         pause = self._continuation.pause_before(uid)
         previous = self._continuation.previous_of(uid, heard)
-        if previous is None or reply is None or reply.utterance_id != previous:
+        answers = reply.utterance_id if reply else answered.utterance_id if answered else None
+        if previous is None or previous != answers:
             return False
         rejoin = self.listener.rehear if ended else self.listener.join
         if not rejoin(uid, previous):
             return False
         if pause is not None:  # the turn went on after this pause: one of the user's own
             self.end_of_turn.observe_pause(round(pause))
-        continued = TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
-                                  reply_id=reply.gen_id, heard_ms=self._heard_ms())  # fmt: skip
-        onset = self.now_ms - self.listener.onset_run_ms
-        self._barge_in(onset, remember=False, continued=continued)
+        reply_id = reply.gen_id if reply else answered.reply_id if answered else -1
+        continued = TurnContinued(
+            audio_ms=self.now_ms, utterance_id=uid, continues=previous, reply_id=reply_id,
+            heard_ms=heard or 0.0,
+        )  # fmt: skip
+        if reply is not None:
+            onset = self.now_ms - self.listener.onset_run_ms
+            self._barge_in(onset, remember=False, continued=continued)
+        elif answered is not None:  # over already: it leaves the history all the same
+            self.history.take_back_turn(answered.user_text, answered.reply_text)
+            self._answered = None
+            self._emit(continued)
         self._spec_tries.pop(uid, None)
         self.end_of_turn.await_judgement()
         return True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from voice.audio.format import SAMPLE_RATE
 from voice.conversation.actions import Clear, Play, TtsJob
+from voice.conversation.continuation import Answered
 from voice.conversation.generation import Generation, Playback, SpokenChunk
 from voice.conversation.session.base import APOLOGY_GEN, FILLER_GEN, Float32Array, SessionBase
 from voice.events import AudioChunk, PlaybackStarted, ReplyEnded, ReplyStarted
@@ -173,10 +174,16 @@ class PlaybackAccounting(SessionBase):
                 interrupted=interrupted,
             )
         )
+        self._answered = None
         if not remember:
             pass
         elif heard and gen.user_text:
             self.history.add_turn(gen.user_text, heard)
+            if not cut and gen.utterance_id > 0 and self._turn is not None:
+                self._answered = Answered(
+                    gen.utterance_id, gen.gen_id, self._turn.user_end_ms, self._heard_ms(),
+                    gen.user_text, heard,
+                )  # fmt: skip
         elif heard and gen.said:
             self.history.add_said(heard)
         elif interrupted:
