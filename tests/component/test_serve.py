@@ -215,8 +215,16 @@ def test_a_client_leaving_mid_reply_stops_its_generation(voice_server: VoiceServ
 
     run(main())
     voice_server.wait_idle()
-    time.sleep(0.2)  # the one step that was running as it closed may still finish
-    steps = voice_server.health()["llm_steps"]
+    # The one step that was running as it closed may still finish (over 0.2 s once, in a
+    # full run on a loaded machine): wait up to 0.6 s for the count to hold still (a
+    # generation that goes on steps every few tens of ms), then 1 s more.
+    steps, deadline = voice_server.health()["llm_steps"], time.monotonic() + 0.6
+    while time.monotonic() < deadline:
+        time.sleep(0.15)
+        now = voice_server.health()["llm_steps"]
+        if now == steps:
+            break
+        steps = now
     time.sleep(1.0)
     health = voice_server.health()
     assert health["llm_steps"] == steps  # nothing more is generated for anyone
