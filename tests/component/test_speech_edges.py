@@ -66,7 +66,7 @@ def utterance_ends(
         frame = audio[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
         level = level_db(frame) if levels else None
         voiced = classifier.is_speech(float_to_pcm16(frame))
-        heard = onset_heard(classifier, voiced) if onset else None
+        heard = onset and onset_heard(classifier, voiced)
         event = endpointer.push(voiced, level, onset=heard)
         if isinstance(event, Ended):
             ends.append(((i + 1) * FRAME_MS, (event.last_speech_frame + 1) * FRAME_MS))

@@ -60,8 +60,9 @@ class FakeAsr:
 class FakeLlm:
     context_tokens = 2048
 
-    def __init__(self, eot: float | None = 0.5) -> None:
+    def __init__(self, eot: float | None = 0.5, reply: str = REPLY) -> None:
         self.eot = eot
+        self.reply = reply  # every turn's answer
         self.opened = 0
         self.closed = 0
 
@@ -71,7 +72,7 @@ class FakeLlm:
     def stream(self, messages, cancel=None, max_tokens=None) -> Iterator[str]:  # type: ignore[no-untyped-def]
         self.opened += 1
         try:
-            for word in REPLY.split():
+            for word in self.reply.split():
                 yield word + " "
         finally:
             self.closed += 1

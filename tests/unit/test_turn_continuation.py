@@ -4,8 +4,6 @@ same behaviour through the real models is in tests/component/test_turn_taking.py
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from test_conversation_core import REPLY, FakeLlm, after, at, gap, of, run, tone
@@ -319,26 +317,11 @@ def test_a_turn_too_long_to_hear_again_in_one_pass_is_joined_by_its_words(
         assert metrics["user_start_ms"] < 1000  # the turn starts where its first words did
 
 
-class ShortReplyLlm(FakeLlm):
-    """Answers every turn with ``reply``: the fake voice takes 0.1 s a character."""
-
-    def __init__(self, reply: str = "Okay.") -> None:
-        super().__init__()
-        self.reply = reply
-
-    def stream(self, messages, cancel=None, max_tokens=None) -> Iterator[str]:  # type: ignore[no-untyped-def]
-        self.opened += 1
-        try:
-            yield self.reply
-        finally:
-            self.closed += 1
-
-
 def test_going_on_after_a_short_reply_played_to_its_end_merges_the_turn() -> None:
     # "one .. five." [pause] "Okay." (0.5 s, heard whole) and the user goes on 0.3 s later,
     # 1.4 s after their own words: one turn, answered whole; "Okay." leaves the history.
     result, session = run(
-        [at(tone(1.0), 0.5), after(tone(0.8), "reply_end", 0.3)], llm=ShortReplyLlm()
+        [at(tone(1.0), 0.5), after(tone(0.8), "reply_end", 0.3)], llm=FakeLlm(reply="Okay.")
     )
     first_end = of(result, "reply_end")[0]
     assert not first_end["interrupted"] and first_end["heard_text"] == "Okay."
@@ -352,7 +335,7 @@ def test_going_on_after_a_short_reply_played_to_its_end_merges_the_turn() -> Non
 
 def test_a_short_reply_then_speech_past_the_window_is_a_new_turn() -> None:
     result, session = run(
-        [at(tone(1.0), 0.5), after(tone(0.8), "reply_end", 2.6)], llm=ShortReplyLlm()
+        [at(tone(1.0), 0.5), after(tone(0.8), "reply_end", 2.6)], llm=FakeLlm(reply="Okay.")
     )
     assert not of(result, "turn_continued")
     assert len(session.history.turns) == 4
@@ -363,7 +346,7 @@ def test_a_reply_over_a_second_long_played_to_its_end_was_heard() -> None:
     # reply heard that long they would need three words to join.
     result, session = run(
         [at(tone(1.0), 0.5), after(tone(0.8), "reply_end", 0.3)],
-        llm=ShortReplyLlm("Okay, got it."),
+        llm=FakeLlm(reply="Okay, got it."),
     )
     assert not of(result, "turn_continued")
     assert len(session.history.turns) == 4

@@ -44,15 +44,22 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Answered:
-    """A reply that played to its end: speech soon after may still be the rest of the
-    turn it answered, when it was short (a one-word "Amenities." to "...than his",
-    before "matter"): the user heard all of it, and it was barely anything."""
+class Heard:
+    """A reply whose turn speech may continue, and how much of it the user heard."""
 
     utterance_id: int  # the turn it answered
     reply_id: int
+    heard_ms: float
+
+
+@dataclass(frozen=True)
+class Answered(Heard):
+    """A reply that played to its end (``heard_ms``: all of it): speech soon after may
+    still be the rest of the turn it answered, when it was short (a one-word
+    "Amenities." to "...than his", before "matter"): the user heard all of it, and it
+    was barely anything."""
+
     turn_end_ms: float  # where that turn's speech ended
-    heard_ms: float  # all of it
     user_text: str  # what history keeps of the exchange
     reply_text: str
 

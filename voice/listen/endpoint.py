@@ -198,7 +198,7 @@ class Endpointer:
         voiced: bool,
         level_db: float | None = None,
         burst_db: float | None = None,
-        onset: bool | None = None,
+        onset: bool = False,
     ) -> EndpointEvent | None:
         """``level_db``: the frame's RMS level in dBFS; without it speech ends where the
         VAD's voiced frames end. ``burst_db``: the level of its loudest part
@@ -213,7 +213,7 @@ class Endpointer:
         if level_db is not None:
             self._levels.append((self._frame, level_db))
         voiced_ms = self._voiced_in_window() * FRAME_MS
-        self._watch_voice(bool(onset), level_db)
+        self._watch_voice(onset, level_db)
 
         if not self.speaking:
             if voiced and voiced_ms >= cfg.start_voiced_ms:

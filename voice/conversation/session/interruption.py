@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from voice.conversation.actions import Clear, Pause, Resume
 from voice.conversation.bargein import Decision
+from voice.conversation.continuation import Answered, Heard
 from voice.conversation.session.playback import PlaybackAccounting
 from voice.conversation.turns import split_words
 from voice.events import Interrupted, Paused, Resumed, SpeechStart, TurnContinued
@@ -140,35 +141,39 @@ class Interruptions(PlaybackAccounting):
         audio is gone (then the ordinary barge-in and the unanswered words take it)."""
         if not self._could_be_more_of_turn(text, no_speech_prob):
             return False
-        reply, answered = self._reply, self._answered if self._reply is None else None
-        heard = self._heard_ms() if reply else answered.heard_ms if answered else None
+        target = self._reply_to_continue()
+        heard = None if target is None else target.heard_ms
         if not ended and self._continuation.is_late(uid, heard) and not self._many_words(text):
             return False  # late: more words decide, see _holds_for_final
         pause = self._continuation.pause_before(uid)
         previous = self._continuation.previous_of(uid, heard)
-        answers = reply.utterance_id if reply else answered.utterance_id if answered else None
-        if previous is None or previous != answers:
+        if previous is None or target is None or previous != target.utterance_id:
             return False
         rejoin = self.listener.rehear if ended else self.listener.join
         if not rejoin(uid, previous):
             return False
         if pause is not None:  # the turn went on after this pause: one of the user's own
             self.end_of_turn.observe_pause(round(pause))
-        reply_id = reply.gen_id if reply else answered.reply_id if answered else -1
-        continued = TurnContinued(
-            audio_ms=self.now_ms, utterance_id=uid, continues=previous, reply_id=reply_id,
-            heard_ms=heard or 0.0,
-        )  # fmt: skip
-        if reply is not None:
+        continued = TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
+                                  reply_id=target.reply_id, heard_ms=target.heard_ms)  # fmt: skip
+        if self._reply is not None:
             onset = self.now_ms - self.listener.onset_run_ms
             self._barge_in(onset, remember=False, continued=continued)
-        elif answered is not None:  # over already: it leaves the history all the same
-            self.history.take_back_turn(answered.user_text, answered.reply_text)
+        elif isinstance(target, Answered):  # over already: it leaves the history all the same
+            self.history.take_back_turn(target.user_text, target.reply_text)
             self._answered = None
             self._emit(continued)
         self._spec_tries.pop(uid, None)
         self.end_of_turn.await_judgement()
         return True
+
+    def _reply_to_continue(self) -> Heard | None:
+        """The reply whose turn speech may continue: the live one, as far as it has
+        played, or else the last one played to its end."""
+        reply = self._reply
+        if reply is None:
+            return self._answered
+        return Heard(reply.utterance_id, reply.gen_id, self._heard_ms())
 
     @staticmethod
     def _many_words(text: str) -> bool:

@@ -181,7 +181,7 @@ class PlaybackAccounting(SessionBase):
             self.history.add_turn(gen.user_text, heard)
             if not cut and gen.utterance_id > 0 and self._turn is not None:
                 self._answered = Answered(
-                    gen.utterance_id, gen.gen_id, self._turn.user_end_ms, self._heard_ms(),
+                    gen.utterance_id, gen.gen_id, self._heard_ms(), self._turn.user_end_ms,
                     gen.user_text, heard,
                 )  # fmt: skip
         elif heard and gen.said:
