@@ -59,8 +59,11 @@ from voice.transports.playback import PlaybackQueue
 
 log = logging.getLogger(__name__)
 # How long close() waits for the engine thread to stop an open generation: one LLM or
-# recognition step (tens of ms); a sentence being synthesised is aborted.
-CLOSE_WAIT_S = 2.0
+# recognition step (tens of ms); a sentence being synthesised is aborted. The ceiling is
+# for a machine whose cores other programs also want: there a step took over 2 s (two
+# busy loops beside `voice listen` on 2 cores), and a process that exits before the
+# engine thread is done prints a traceback from the interpreter's shutdown.
+CLOSE_WAIT_S = 10.0
 
 Float32Array = npt.NDArray[np.float32]
 Callback = Callable[[Event], None]
