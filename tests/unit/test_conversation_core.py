@@ -102,9 +102,10 @@ def run(
     llm: FakeLlm | None = None,
     config: ConversationConfig | None = None,
     turn: TurnConfig | None = None,
+    asr: FakeAsr | None = None,
 ) -> tuple[SimulationResult, Session]:
     llm = llm or FakeLlm()
-    engines = Engines(asr=FakeAsr(), llm=llm, tts=FakeTts())
+    engines = Engines(asr=asr or FakeAsr(), llm=llm, tts=FakeTts())
     listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
     history = History("Be brief.", 2048, 100, llm.count_tokens)
     session = Session(

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_conversation_core import REPLY, FakeLlm, after, at, gap, of, run, tone
+from test_conversation_core import REPLY, FakeAsr, FakeLlm, after, at, gap, of, run, tone
 
-from voice.conversation.continuation import Continuation
+from voice.conversation.continuation import Continuation, Joined
 from voice.conversation.turns import TurnConfig
+from voice.listen.whisper import Transcription
 
 
 def test_speech_soon_after_the_turn_over_a_barely_heard_reply_is_a_candidate() -> None:
@@ -150,6 +151,48 @@ def test_a_stop_over_a_barely_heard_reply_stops_it_and_merges_nothing() -> None:
     assert not of(result, "turn_continued")
     assert of(result, "interrupted")
     assert len(of(result, "reply_start")) == 1
+
+
+def test_the_words_a_joined_turn_adds_are_those_after_its_own() -> None:
+    joined = Joined("Another engineer rushed toward the door to see.", "Sure,")
+    # Heard again, the pass rewords the turn ("to" -> "too") and drops its mark.
+    whole = "Another engineer rushed toward the door too, stop."
+    assert joined.added_words(whole) == ["too stop", "stop"]
+    assert joined.added_words("Another engineer rushed toward the door to see") == []
+    assert joined.added_words("Another engineer rushed toward the door to see what") == ["what"]
+    assert joined.added_words("Something else entirely.")[0] == "something else entirely"
+
+
+class StopFirstHeardAsStart(FakeAsr):
+    """A "stop" (audio at 0.25) reads "Start." on its own, as a first partial misheard
+    it once through the real models on a loaded machine; heard again after the turn
+    it was said over, it reads "stop." after that turn's words."""
+
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        level = np.abs(audio)
+        if not ((level > 0.22) & (level < 0.27)).any():
+            return super().transcribe(audio, context, with_timestamps, final)
+        turn = audio[level > 0.27]
+        if not len(turn):
+            return Transcription(words=["Start."])
+        return Transcription(words=[*super().transcribe(turn).words, "stop."])
+
+
+def test_a_stop_misheard_by_its_first_partial_still_stops_after_the_join() -> None:
+    for delay_s, heard in ((0.5, "Sure,"), (0.1, "")):
+        result, session = run(
+            [at(tone(1.0), 0.5), after(tone(0.6, 0.25), "reply_start", delay_s)],
+            asr=StopFirstHeardAsStart(),
+        )
+        assert of(result, "turn_continued")  # "Start." joined the turn on its first partial
+        assert of(result, "final")[-1]["text"] == "one two three four five. stop."
+        (start,) = of(result, "reply_start")  # and the whole turn, ending in "stop", is
+        (end,) = of(result, "reply_end")  # not answered again
+        assert end["heard_text"] == heard
+        # The exchange stays as far as it was heard, as after any stop (nothing of it
+        # when nothing of the reply was heard).
+        kept = [start["text"], heard] if heard else []
+        assert [m.content for m in session.history.turns] == kept, delay_s
 
 
 def test_a_cough_over_a_barely_heard_reply_lets_it_play_on() -> None:

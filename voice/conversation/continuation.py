@@ -26,6 +26,9 @@ asks :meth:`Continuation.previous_of` when words come.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from voice.conversation.turns import split_words
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,35 @@ class Answered(Heard):
     turn_end_ms: float  # where that turn's speech ended
     user_text: str  # what history keeps of the exchange
     reply_text: str
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A turn being heard again with the speech that continued it: the turn as it was
+    answered, and what the user had heard of the reply the join took away.
+
+    The join is decided on the continuation's first words, and a first partial can
+    mishear a "stop" ("Start."); the whole turn's final then ends in the stop that
+    was said. That is a stop, not more of the turn (:meth:`added_words`), and the
+    exchange goes back into the history as far as it was heard, as any stop leaves it."""
+
+    user_text: str
+    heard_reply: str
+
+    def added_words(self, text: str) -> list[str]:
+        """What ``text`` (the whole turn heard again) may have added to the turn, each a
+        string of words: those after the last of the turn's own words it shares, in
+        order; and, since the pass may reword the turn's last words ("to see." heard
+        again as "too,"), that less up to as many leading words as the turn had left
+        unshared."""
+        before, after = split_words(self.user_text), split_words(text)
+        blocks = SequenceMatcher(None, before, after, autojunk=False).get_matching_blocks()
+        shared = [block for block in blocks if block.size]
+        last = shared[-1] if shared else None
+        start = last.b + last.size if last else 0
+        unshared = len(before) - (last.a + last.size) if last else len(before)
+        added = after[start:]
+        return [" ".join(added[k:]) for k in range(min(unshared, len(added) - 1) + 1) if added]
 
 
 class Continuation:

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from voice.conversation.actions import Action
 from voice.conversation.bargein import BargeIn
-from voice.conversation.continuation import Answered, Continuation
+from voice.conversation.continuation import Answered, Continuation, Joined
 from voice.conversation.generation import Generation, Playback
 from voice.conversation.metrics import TurnRecord
 from voice.conversation.turns import EndOfTurn, TurnConfig, split_words
@@ -155,6 +155,7 @@ class SessionBase:
             self.turn.continue_late_max_heard_ms,
         )
         self._answered: Answered | None = None  # the last reply, played to its end
+        self._joined: dict[int, Joined] = {}  # turns being heard again, until their final
         self._ignored: set[int] = set()  # half-duplex: speech over a reply
         # Engine work: generations to close, pre-fill, the phrases rendered ahead.
         self._closing: deque[int] = deque()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from voice.conversation.actions import Clear, Pause, Resume
 from voice.conversation.bargein import Decision
-from voice.conversation.continuation import Answered, Heard
+from voice.conversation.continuation import Answered, Heard, Joined
 from voice.conversation.session.playback import PlaybackAccounting
 from voice.conversation.turns import split_words
 from voice.events import Interrupted, Paused, Resumed, SpeechStart, TurnContinued
@@ -157,14 +157,28 @@ class Interruptions(PlaybackAccounting):
         continued = TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
                                   reply_id=target.reply_id, heard_ms=target.heard_ms)  # fmt: skip
         if self._reply is not None:
+            self._joined[uid] = Joined(self._reply.user_text, self._playback.heard_text())
             onset = self.now_ms - self.listener.onset_run_ms
             self._barge_in(onset, remember=False, continued=continued)
         elif isinstance(target, Answered):  # over already: it leaves the history all the same
             self.history.take_back_turn(target.user_text, target.reply_text)
+            self._joined[uid] = Joined(target.user_text, target.reply_text)
             self._answered = None
             self._emit(continued)
         self._spec_tries.pop(uid, None)
         self.end_of_turn.await_judgement()
+        return True
+
+    def _joined_turn_stopped(self, uid: int, text: str) -> bool:
+        """Whether ``text``, the final of a turn heard again with its continuation, adds
+        only a stop phrase to the turn (a first partial misheard the "stop" and joined
+        it): then the exchange goes back into the history as far as it was heard, as
+        a stop over the reply would have left it, and nothing more is said."""
+        joined = self._joined.pop(uid, None)
+        if joined is None or not any(self._is_stop(a) for a in joined.added_words(text)):
+            return False
+        if joined.heard_reply:
+            self.history.add_turn(joined.user_text, joined.heard_reply)
         return True
 
     def _reply_to_continue(self) -> Heard | None:
