@@ -141,9 +141,11 @@ def test_a_closed_session_runs_nothing_more_and_it_and_its_generation_are_closed
         time.sleep(0.05)
         hub.close(gone)
         assert not gone.finished.is_set()  # its step is still running
+        assert hub.stats()["sessions"] == 0 and hub.stats()["sessions_closing"] == 1
         gate.set()
         assert gone.finished.wait(1.0)  # what a process about to exit waits for
         time.sleep(0.1)
+        assert hub.stats()["sessions_closing"] == 0
     assert log == ["gone:llm"]  # the step that was running when it closed
     assert gone.lane.closed  # type: ignore[attr-defined]
     assert gone.session.closed  # type: ignore[attr-defined]  # its native models freed

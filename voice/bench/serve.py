@@ -268,12 +268,14 @@ class ServerProcess:
         return dict(json.loads(body))
 
     def wait_idle(self, timeout_s: float = 10.0) -> None:
-        """Until every earlier connection's session is closed (and none is still being
-        opened for a client that already left: it holds a place until it is)."""
+        """Until every earlier connection's session is closed and its engine work done
+        (and none is still being opened for a client that already left: it holds a place
+        until it is)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             health = self.health()
-            if not health["sessions"] and not health.get("sessions_opening"):
+            busy = ("sessions", "sessions_opening", "sessions_closing")
+            if not any(health.get(key) for key in busy):
                 return
             time.sleep(0.05)
 

@@ -182,6 +182,7 @@ class EngineHub:
         self._thread = threading.Thread(target=self._work, name="engine-hub", daemon=True)
         # Per closed session: close to its last job's end (the recent ones; stats() shows them).
         self.cancel_ms: deque[float] = deque(maxlen=200)
+        self._unfinished = 0  # sessions closed whose engine work is not finished yet
         self.compute_ms = 0.0
         self.compute_by_kind: dict[str, list[float]] = {}  # kind -> [count, seconds]
         self.started_at = time.perf_counter()
@@ -217,6 +218,8 @@ class EngineHub:
             return {
                 "sessions": len(self._sessions),
                 "sessions_opening": self._opening,
+                # Closed, and the step running at the close not yet done: not idle.
+                "sessions_closing": self._unfinished,
                 "llm_contexts": self._contexts.made,
                 "max_sessions": self.max_sessions,
                 "jobs_run": int(sum(n for n, _ in self.compute_by_kind.values())),
@@ -307,6 +310,7 @@ class EngineHub:
             hub_session.closed_at = time.perf_counter()
             self._sessions.remove(hub_session)
             self._closing.append(hub_session)
+            self._unfinished += 1
         with self._running_lock:
             # Speech being rendered for it is cut short (an LLM step or a recognition
             # pass is a few tens of ms; a sentence of speech can be 300).
@@ -338,6 +342,8 @@ class EngineHub:
                     self._contexts.give_back(hub_session.context)
             finally:
                 hub_session.finished.set()
+                with self._lock:
+                    self._unfinished -= 1
         self._worked_since_trim = True  # what they used goes back to the system once idle
 
     def _pick(self) -> HubSession | None:
