@@ -164,9 +164,10 @@ def test_the_words_a_joined_turn_adds_are_those_after_its_own() -> None:
 
 
 class StopFirstHeardAsStart(FakeAsr):
-    """A "stop" (audio at 0.25) reads "Start." on its own, as a first partial misheard
-    it once through the real models on a loaded machine; heard again after the turn
-    it was said over, it reads "stop." after that turn's words."""
+    """A "stop" (audio at 0.25) reads "Start." on its own, as a first partial of it
+    has (through the real models on a loaded machine a misheard "Stop!" was joined to
+    its turn); heard again after the turn it was said over, it reads "stop." after
+    that turn's words."""
 
     def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
         level = np.abs(audio)
