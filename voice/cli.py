@@ -7,9 +7,11 @@ printed as one line saying what to do, with exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
+import signal
 import sys
 from importlib import resources
 from pathlib import Path
@@ -516,6 +518,10 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if hasattr(signal, "SIGUSR1"):
+        # `kill -USR1 <pid>` prints where every thread is, to stderr: what to send with
+        # a report of a process that hangs (a native library stuck in a call).
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         return int(args.func(args))
     except VoiceError as exc:

@@ -171,8 +171,10 @@ def test_a_sound_server_that_goes_away_mid_run_is_a_clear_message(tmp_path: Path
     try:
         code = listening.proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
+        listening.proc.send_signal(signal.SIGUSR1)  # every thread's stack, to stderr
+        time.sleep(1.0)
         listening.proc.kill()
-        raise
+        pytest.fail("voice listen did not exit:\n" + "".join(listening.errors))
     time.sleep(0.2)
     err = "".join(listening.errors)
     assert code == 2 and "Traceback" not in err, err
