@@ -237,7 +237,7 @@ class DeskAudio:
     def __exit__(self, *exc: object) -> None:
         # Aborted, not stopped: stopping waits for what the output has queued to drain,
         # which a sound server that has gone away may never do, and nothing queued is
-        # owed to anyone once the session ends. (It is not all of it: once in ten loaded
+        # owed to anyone once the session ends. (It is not all of it: once in 26 loaded
         # runs `voice listen` still did not exit after its sound server was killed; the
         # test now prints its stack when that happens.)
         for stream in (self._in, self._out):
