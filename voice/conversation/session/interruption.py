@@ -169,12 +169,11 @@ class Interruptions(PlaybackAccounting):
         self.end_of_turn.await_judgement()
         return True
 
-    def _joined_turn_stopped(self, uid: int, text: str) -> bool:
-        """Whether ``text``, the final of a turn heard again with its continuation, adds
-        only a stop phrase to the turn (a first partial misheard the "stop" and joined
-        it): then the exchange goes back into the history as far as it was heard, as
-        a stop over the reply would have left it, and nothing more is said."""
-        joined = self._joined.pop(uid, None)
+    def _joined_turn_stopped(self, joined: Joined | None, text: str) -> bool:
+        """Whether ``text``, the final of the turn ``joined`` heard again with its
+        continuation, adds only a stop phrase to the turn (a first partial misheard the
+        "stop" and joined it): then the exchange goes back into the history as far as it
+        was heard, as a stop over the reply would have left it, and nothing more is said."""
         if joined is None or not any(self._is_stop(a) for a in joined.added_words(text)):
             return False
         if joined.heard_reply:

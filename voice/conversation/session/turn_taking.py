@@ -55,6 +55,7 @@ class TurnTaking(Speculation, Interruptions):
         if self._continues(uid, event.text, event.no_speech_prob, ended=True):
             return  # heard again with the turn it continues: that final is the one to answer
         self._continuation.forget(uid)
+        joined = self._joined.pop(uid, None)  # heard again with its continuation: this is it
         decision = self._barge.on_final(uid, event.text, event.no_speech_prob)
         if decision is None and self._reply is not None and self._has_words(event.text):
             decision = "interrupt"  # one reply at a time: never two voices at once
@@ -62,7 +63,7 @@ class TurnTaking(Speculation, Interruptions):
             self._decide(decision)
             if decision == "resume":
                 return  # a cough, a door, an "uh-huh": the reply goes on
-        if self._joined_turn_stopped(uid, event.text) or self._is_stop(event.text):
+        if self._is_stop(event.text) or self._joined_turn_stopped(joined, event.text):
             self._cancel_spec("stop phrase")
             self._unanswered = ""
             return
