@@ -389,7 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sets",
         help="turns, eot, prosody: comma-separated sets of hesitation, pairs, conversation "
-        "(default: those three), hesitation_heldout (pauses where the rules were not tuned)",
+        "(default: those three), hesitation_heldout, hesitation_early (pauses where the rules "
+        "were not tuned)",
     )
     p.add_argument(
         "--modes",

@@ -213,10 +213,12 @@ def test_the_held_out_pause_is_never_the_tuned_sets_word() -> None:
     tuned = hesitation_point(WORDS)
     assert tuned is not None
     # Two-thirds of the way through is nearest "the" too, so the next nearest is taken.
-    index, _ = hesitation_point(WORDS, 2 / 3, avoid=tuned[0]) or (-1, 0.0)
+    index, _ = hesitation_point(WORDS, 2 / 3, avoid=[tuned[0]]) or (-1, 0.0)
     assert WORDS[index][0] == " of"
     only = [(" Go", 0.0, 0.2), (" to", 0.2, 0.3), (" bed", 0.35, 0.6)]
-    assert hesitation_point(only, 2 / 3, avoid=1) is None  # no other word to pause after
+    assert hesitation_point(only, 2 / 3, avoid=[1]) is None  # no other word to pause after
+    # A later held-out set avoids the earlier ones' words as well: none is left here.
+    assert hesitation_point(WORDS, 1 / 3, avoid=[tuned[0], index]) is None
 
 
 def test_room_tone_is_the_clips_own_quiet_not_digital_silence() -> None:
@@ -243,6 +245,9 @@ def test_a_spliced_pause_is_a_gap_in_the_ground_truth(tmp_path: Path) -> None:
     (spliced,) = [p for p in item.pauses if p[1] - p[0] == longest]
     assert item.pause_at_s is not None and spliced[0] - 0.1 <= item.pause_at_s < spliced[1]
     assert abs(item.speech[0][0] - (0.5 + 0.3)) < 0.05  # the lead of room tone
+    (held,) = build_hesitations([clip], lambda _: WORDS, kind="hesitation_heldout")
+    assert held.set == "hesitation_heldout" and "of [0.7 s] the" in held.note
+    assert build_hesitations([clip], lambda _: WORDS, kind="hesitation_early") == []
 
 
 def test_pairs_join_one_speakers_sentences(tmp_path: Path) -> None:

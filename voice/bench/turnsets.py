@@ -7,11 +7,12 @@
   pause after "the" must not).
 - ``pairs``: two sentences of one speaker joined by 0.8-1.5 s of room tone: the
   pause looks finished, so a reply may start, but the answer must cover both.
-- ``hesitation_heldout`` (not run unless named): the same kind of pause at places the
-  rules were never tuned on: in every read sentence, after the function word nearest
-  two-thirds of the way through (never the ``hesitation`` set's word), 0.7-1.5 s. The
-  end-of-turn rules were chosen on ``hesitation``; this set says whether they hold
-  elsewhere.
+- ``hesitation_heldout`` and ``hesitation_early`` (not run unless named): the same
+  kind of pause at places the rules were never tuned on: in every read sentence, after
+  the function word nearest two-thirds (one third) of the way through, 0.7-1.5 s; never
+  a word an earlier set pauses after. The end-of-turn rules were chosen on
+  ``hesitation``, and ``hesitation_early`` was added after they were (4 December): these
+  sets say whether they hold elsewhere.
 - ``conversation``: spontaneous speech (AMI meeting headsets and monologues, the MFA
   monologues), cut into the speakers' turns: a turn runs until another speaker
   takes the floor (a segment of 1 s or more that the holder does not talk through),
@@ -28,7 +29,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,13 +50,15 @@ Interval = tuple[float, float]
 
 SETS = ("hesitation", "pairs", "conversation")
 # Known sets that are run only when named (``--sets``): held out from the defaults' tuning.
-EXTRA_SETS = ("hesitation_heldout",)
+EXTRA_SETS = ("hesitation_heldout", "hesitation_early")
 MIN_PAUSE_S = 0.2  # a silence this long inside a turn is a mid-turn pause
 LEAD_S = 0.5  # room tone before the speech (the VAD's pre-roll needs history)
 TAIL_S = 1.0  # room tone after it, so the end is not a cliff into digital silence
 HESITATION_PAUSES_S = (0.5, 1.0, 1.5, 2.0)
 HELDOUT_PAUSES_S = (0.7, 1.0, 1.3, 1.5)  # all within the target's 1.5 s
-HELDOUT_AT = 2 / 3  # where in the sentence the held-out set pauses (the main set: 1/2)
+# Where in the sentence each held-out set pauses (the main set: half way), in order: a
+# set never pauses after a word that the main set or one before it in this list does.
+HELDOUT_AT = {"hesitation_heldout": 2 / 3, "hesitation_early": 1 / 3}
 PAIR_PAUSES_S = (0.8, 1.0, 1.2, 1.5)
 MIN_SENTENCE_S = 2.5
 # The shortest sentences that qualify, to keep one mode's run in minutes on 2 cores:
@@ -206,16 +209,16 @@ def _shift(spans: list[Interval], by: float) -> list[Interval]:
 
 
 def hesitation_point(
-    words: list[Word], at: float = 0.5, avoid: int | None = None
+    words: list[Word], at: float = 0.5, avoid: Collection[int] = ()
 ) -> tuple[int, float] | None:
     """Where to pause: after the function word nearest ``at`` of the way through the
-    sentence (its middle by default) that is not its first or last word, nor word
-    ``avoid``; (index of the word, boundary in seconds)."""
+    sentence (its middle by default) that is not its first or last word, nor one of
+    the words ``avoid``; (index of the word, boundary in seconds)."""
     spoken = [(normalize_text(w), s, e) for w, s, e in words]
     target = spoken[0][1] + at * (spoken[-1][2] - spoken[0][1]) if spoken else 0.0
     best: tuple[int, float] | None = None
     for i, (word, _, end) in enumerate(spoken[:-1]):
-        if word not in FUNCTION_WORDS or i == 0 or i == avoid:
+        if word not in FUNCTION_WORDS or i == 0 or i in avoid:
             continue
         boundary = (end + spoken[i + 1][1]) / 2 if spoken[i + 1][1] > end else end
         if best is None or abs(boundary - target) < abs(best[1] - target):
@@ -233,13 +236,12 @@ def splice(audio: Float32Array, at_s: float, pause_s: float) -> Float32Array:
 
 def build_hesitations(
     clips: list[Clip], words_of: WordsOf, most: int | None = HESITATION_ITEMS,
-    held_out: bool = False,
+    kind: str = "hesitation",
 ) -> list[TurnItem]:  # fmt: skip
     """The ``most`` shortest sentences (None: all), each paused after its middle function
-    word; ``held_out``: after the one nearest ``HELDOUT_AT`` of the way through that the
-    tuned set does not pause after (the ``hesitation_heldout`` set)."""
-    kind = "hesitation_heldout" if held_out else "hesitation"
-    pauses = HELDOUT_PAUSES_S if held_out else HESITATION_PAUSES_S
+    word; for a held-out ``kind`` (:data:`HELDOUT_AT`), after the one nearest its place
+    in the sentence that neither the tuned set nor an earlier held-out set pauses after."""
+    pauses = HESITATION_PAUSES_S if kind == "hesitation" else HELDOUT_PAUSES_S
     items: list[TurnItem] = []
     for clip in sorted(clips, key=lambda c: (c.seconds, c.name)):
         if most is not None and len(items) >= most:
@@ -247,8 +249,14 @@ def build_hesitations(
         audio = read_wav(clip.path)
         words = words_of(audio)
         point = hesitation_point(words) if len(words) >= 3 else None
-        if held_out and point is not None:
-            point = hesitation_point(words, HELDOUT_AT, avoid=point[0])
+        avoid: list[int] = []
+        for name, at in HELDOUT_AT.items():
+            if point is None or kind == "hesitation":
+                break
+            avoid.append(point[0])
+            point = hesitation_point(words, at, avoid)
+            if name == kind:
+                break
         if point is None:
             log.info("%s set: no function word to pause after in %s", kind, clip.name)
             continue
@@ -457,12 +465,11 @@ def build_set(
     root = corpus or DEFAULT_CORPUS
     key = (name, str(root))
     if key not in _CACHE:
-        if name in ("hesitation", "hesitation_heldout"):
+        if name == "hesitation" or name in HELDOUT_AT:
             if words_of is None:
                 raise ValueError(f"the {name} set needs word timestamps (words_of)")
-            held_out = name == "hesitation_heldout"
-            most = None if held_out else HESITATION_ITEMS
-            _CACHE[key] = build_hesitations(read_clips(root), words_of, most, held_out)
+            most = HESITATION_ITEMS if name == "hesitation" else None
+            _CACHE[key] = build_hesitations(read_clips(root), words_of, most, name)
         elif name == "pairs":
             _CACHE[key] = build_pairs(read_clips(root), _speakers(root))
         elif name == "conversation":
