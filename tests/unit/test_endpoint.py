@@ -239,6 +239,19 @@ def test_a_real_last_word_squeezed_into_the_last_frames_is_kept() -> None:
     assert unspoken_tail(timed, speech_end_s=2.72, slack_s=0.08).words == 0
 
 
+def test_words_squeezed_in_far_past_the_speech_were_not_said() -> None:
+    from voice.listen.spoken import unspoken_tail
+    from voice.listen.whisper import WordTime
+
+    # "...Then they sailed on [1.5 s] till" heard as "...sailed on to the land.": the
+    # alignment put "to" from the end of the speech (4.00 s) across the silence, and
+    # "the land" squeezed into one frame at the end of its margin, a second later.
+    timed = [WordTime("sailed", 3.40, 3.74, 0.99), WordTime("on", 3.74, 4.02, 0.97),
+             WordTime("to", 4.02, 5.08, 0.46), WordTime("the", 5.08, 5.08, 0.15),
+             WordTime("land", 5.08, 5.08, 0.05), WordTime(".", 5.08, 5.08, 0.5)]  # fmt: skip
+    assert unspoken_tail(timed, speech_end_s=4.00, slack_s=0.08).words == 3
+
+
 def test_a_word_too_long_for_its_sound_was_broken_off() -> None:
     from voice.listen.spoken import unspoken_tail
     from voice.listen.whisper import WordTime

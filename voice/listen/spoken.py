@@ -30,6 +30,12 @@ from voice.listen.whisper import WordTime
 # A word aligned shorter than this at the very end was squeezed there: the alignment
 # ran out of frames for a real last word ("Phil" at 20 ms), it did not invent one.
 SQUEEZED_WORD_S = 0.06
+# ... if it is squeezed in where the sound ends: the pass's audio runs on a little past
+# the speech (``listen.final_tail_ms``, 100 ms) and a frame may be lost to rounding. The
+# alignment also runs a second into the padding after the audio, and words the decoder
+# invented pile up squeezed at *that* end ("...sailed on [to the land.]" at 1.08 s past
+# the speech, all three in one frame): nothing was said there.
+SQUEEZED_REACH_S = 0.2
 
 _VOWEL_GROUPS = re.compile(r"[aeiouy]+")
 
@@ -70,15 +76,20 @@ def unspoken_tail(
     """The last words (punctuation aside) whose part before ``speech_end_s`` is shorter
     than ``slack_s`` for each of their syllables: words the decoder added after the
     speech stopped (one syllable: it starts within ``slack_s`` of the end, or later),
-    or a word too long for the sound it was given. ``per_syllable`` False: ``slack_s``
-    for every word, however long (no word is found broken off). ``most``: no more
-    words than this are dropped (the pass's words that are the caller's to drop)."""
+    or a word too long for the sound it was given. A word squeezed into one frame or
+    two where the sound ends is real (the alignment ran out of frames for it).
+    ``per_syllable`` False: ``slack_s`` for every word, however long (no word is found
+    broken off). ``most``: no more words than this are dropped (the pass's words that
+    are the caller's to drop)."""
     dropped = 0
     cut_off = False
     for word in reversed(timed):
         if not any(c.isalnum() for c in word.word):
             continue  # punctuation: it belongs to the word before it
-        squeezed = word.end_s - word.start_s < SQUEEZED_WORD_S
+        squeezed = (
+            word.end_s - word.start_s < SQUEEZED_WORD_S
+            and word.start_s <= speech_end_s + SQUEEZED_REACH_S
+        )
         needed_s = slack_s * (syllables(word.word) if per_syllable else 1)
         # Alignments come in 20 ms steps, so the bounds are often met exactly: both are
         # compared as start against the end less a slack, the same way every time.
