@@ -109,6 +109,22 @@ def test_a_hesitation_after_his_is_waited_out(engines: Engines) -> None:
     assert "you his" in answered and "counsel" in answered
 
 
+def test_words_invented_past_the_speech_are_not_taken_for_its_end(engines: Engines) -> None:
+    # "...save in our own land. Then they sailed on [1.5 s] till they came to the city":
+    # at the pause Whisper hears "...sailed on to the land.", and its alignment puts
+    # "the land." in one frame a second past the speech, where no word was said. (Found
+    # by voice bench turns' third hesitation set; the reader's own pause after "land."
+    # may be taken, as a person might.)
+    _, session, early = paused_turn(
+        engines, "librispeech_8266-258262-0001", after_s=5.1, pause_s=1.5
+    )
+    resumed_ms = 500 + (5.1 + 1.5) * 1000
+    in_pause = [e for e in early if e["audio_ms"] >= resumed_ms - 1500]
+    assert not in_pause, early
+    answered = words(session.history.turns[-2].content)
+    assert "sailed on" in answered and "city" in answered
+
+
 def test_going_on_after_an_early_reply_is_answered_as_one_turn(engines: Engines) -> None:
     # Two whole sentences of one speaker 0.7 s apart: the first looks finished, so a
     # reply starts; the second continues the turn, which is heard again and answered
