@@ -523,6 +523,19 @@ def main(argv: list[str] | None = None) -> int:
         # `kill -USR1 <pid>` prints where every thread is, to stderr: what to send with
         # a report of a process that hangs (a native library stuck in a call).
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+    code = _run(args)
+    if _audio_left_open():
+        # An audio device that would not close (its sound server went away) would hang
+        # PortAudio's clean-up at interpreter exit: everything is said and saved, so
+        # the process ends here instead.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, and its exit status; a :class:`VoiceError` is its message."""
     try:
         return int(args.func(args))
     except VoiceError as exc:
@@ -532,6 +545,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _audio_left_open() -> bool:
+    """Whether a desk session left a device stream open (only if one ran: the check
+    does not import the audio stack)."""
+    desk = sys.modules.get("voice.transports.desk")
+    return desk is not None and bool(desk.streams_left_open())
 
 
 if __name__ == "__main__":

@@ -25,8 +25,21 @@ class Stream:
     def stop(self) -> None:
         self.active = False
 
+    def abort(self) -> None:
+        self.active = False
+
     def close(self) -> None:
         pass
+
+
+class StuckStream(Stream):
+    """A stream whose device failed: its abort never returns (PortAudio 19.6's ALSA
+    error loop, which the abort waits on)."""
+
+    released = threading.Event()
+
+    def abort(self) -> None:
+        self.released.wait()
 
 
 class SoundDevice:
@@ -62,6 +75,46 @@ def test_a_speaker_that_stops_playing_is_a_clear_error(audio: desk.DeskAudio) ->
             for _ in audio.frames(lambda: True):
                 frames += 1
     assert frames > 10  # it ran while the speaker played
+
+
+def test_the_streams_close_and_nothing_is_left_open(audio: desk.DeskAudio) -> None:
+    with audio:
+        assert audio._in.active and audio._out.active
+    assert not audio._in.active and not audio._out.active
+    assert not desk.streams_left_open()
+
+
+def test_a_stream_that_will_not_close_ends_the_session_all_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class StuckDevice(SoundDevice):
+        InputStream = StuckStream
+
+    monkeypatch.setattr(desk, "import_sounddevice", lambda: StuckDevice)
+    monkeypatch.setattr(desk, "CLOSE_DEADLINE_S", 0.2)
+    monkeypatch.setattr(desk, "_streams_left_open", 0)
+    start = time.monotonic()
+    try:
+        with desk.DeskAudio(0, 1):
+            pass
+        assert time.monotonic() - start < 2.0  # the deadline, not the stuck abort
+        assert desk.streams_left_open()  # the CLI ends its process without PortAudio's exit
+    finally:
+        StuckStream.released.set()
+
+
+def test_the_cli_ends_its_process_itself_when_a_stream_was_left_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import voice.cli as cli
+
+    exits: list[int] = []
+    monkeypatch.setattr(cli.os, "_exit", exits.append)
+    monkeypatch.setattr(desk, "list_devices", lambda: [])
+    assert cli.main(["devices"]) == 1 and exits == []  # nothing left open: a normal exit
+    monkeypatch.setattr(desk, "_streams_left_open", 1)
+    cli.main(["devices"])
+    assert exits == [1]  # the same status, without PortAudio's clean-up
 
 
 def test_the_echo_reference_does_not_lag_without_bound() -> None:
