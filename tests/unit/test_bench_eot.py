@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from voice.bench.eot import prosody_by_rule, strip_final_mark, summarize, waits, words_before
+from voice.bench.eot import (
+    intonation_by_rule,
+    prosody_by_rule,
+    strip_final_mark,
+    summarize,
+    waits,
+    words_before,
+)
 from voice.bench.turnsets import TurnItem, decision_points
 from voice.config import Settings
 
@@ -22,7 +29,8 @@ def test_it_judges_each_long_enough_pause_and_the_end_on_the_words_said_before()
 
 
 def test_it_counts_pauses_and_ends_called_complete_per_judge() -> None:
-    heard = {"live_rule": "complete", "live_dropped": 0, "live_cut_off": False, "live_last_p": 0.9}
+    heard = {"live_rule": "complete", "live_dropped": 0, "live_cut_off": False, "live_last_p": 0.9,
+             "pitch_final_st": None, "pitch_final_db": None}  # fmt: skip
     rows = [
         {"end": False, "rule": "complete", "eot": 0.06, "eot_bare": 0.0, **heard,
          "live_last_p": 0.5, "live_last_past_s": 0.2},
@@ -81,3 +89,19 @@ def test_the_prosody_model_is_counted_beside_the_reason_the_words_were_given() -
     }  # fmt: skip
     assert out["unpunctuated"]["pauses_under_0.1"] == 1
     assert out["unpunctuated"]["ends_over_0.8"] == 1
+
+
+def test_it_counts_the_intonation_cues_per_reason_where_a_contour_was_measured() -> None:
+    def row(end: bool, reason: str, st: float | None, db: float | None) -> dict[str, object]:
+        return {"end": end, "live_rule": reason, "pitch_final_st": st, "pitch_final_db": db}
+
+    pauses = [row(False, "complete", -4.0, 0.0), row(False, "complete", None, None),
+              row(False, "unpunctuated", 1.0, -7.0)]  # fmt: skip
+    ends = [row(True, "unpunctuated", -3.0, -6.0), row(True, "incomplete", -9.0, -9.0)]
+    out = intonation_by_rule(pauses, ends)
+    assert out["complete"]["pauses"] == 2 and out["complete"]["pauses_measured"] == 1
+    assert out["complete"]["pauses_fall"] == 1 and out["complete"]["pauses_quiet"] == 0
+    assert out["unpunctuated"]["pauses_quiet"] == 1 and out["unpunctuated"]["pauses_fall"] == 0
+    # On the line counts; a reason not asked about (incomplete) is not counted.
+    assert out["unpunctuated"]["ends_fall"] == 1 and out["unpunctuated"]["ends_quiet"] == 1
+    assert out["complete"]["ends"] == 0

@@ -25,6 +25,10 @@ the audio up to the pause and ``listen.final_tail_ms`` after it, at most ``LIVE_
 back, the words before as context), and scored with the listener's word-timing guard
 and with the two signals the issue asked about beside it: a last word the decoder
 was unsure of, and one whose alignment runs on past the speech.
+
+Beside the words, each point's intonation (``voice.bench.intonation``, no model): did
+the voice fall to the bottom of the speaker's range, or end quiet, as a yielded turn
+does in studies of dialogue?
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from voice.audio.format import SAMPLE_RATE, Float32Array
+from voice.bench.intonation import final_contour
 from voice.bench.turnsets import SETS, Word, build_set, decision_points, whisper_words
 from voice.config import Settings
 from voice.conversation.turns import COMPLETE_PUNCTUATION, judge_turn
@@ -51,6 +56,10 @@ UNSURE_WORD = 0.6  # a last word the decoder gave less than this
 RUNS_ON_S = 0.1  # a last word aligned to end this far past the speech
 PROSODY_DELAY_S = 0.2  # the prosody model hears this much of the silence (its default)
 PROSODY_SURE = (0.1, 0.8)  # under the first it says "not finished", over the second "done"
+# The intonation cues of a yielded turn (``voice.bench.intonation``): a fall to the bottom of
+# the speaker's range, and a voice gone quiet, each against the seconds before.
+FALL_ST = -3.0
+QUIET_END_DB = -6.0
 
 
 def words_before(words: list[Word], at_s: float) -> str:
@@ -162,6 +171,10 @@ def bench_eot(
                     "eot_bare": round(bare, 4),
                     **live_pass(engine, item.audio, words, at_s, settings),
                 }
+                contour = final_contour(item.audio, at_s)
+                row["pitch_final_st"] = rounded(contour.final_st)
+                row["pitch_slope_st_s"] = rounded(contour.slope_st_s)
+                row["pitch_final_db"] = rounded(contour.final_db)
                 if prosody is not None:
                     heard = item.audio[: int((at_s + PROSODY_DELAY_S) * SAMPLE_RATE)]
                     row["prosody"] = round(prosody.complete(heard), 3)
@@ -171,6 +184,10 @@ def bench_eot(
         report["sets"][name]["waits"] = waits(rows, settings)
     report["eot_ms"] = p50_p95([s * 1000 for s in seconds])
     return report
+
+
+def rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -208,6 +225,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out[name] = {"pauses": sum(map(test, pauses)), "ends": sum(map(test, ends))}
     if rows and "prosody" in rows[0]:
         out["prosody"] = prosody_by_rule(pauses, ends)
+    out["intonation"] = intonation_by_rule(pauses, ends)
     for key in ("eot", "eot_bare"):
         for t in THRESHOLDS:
             out[f"{key}>={t}"] = {
@@ -237,6 +255,27 @@ def prosody_by_rule(
             counts[where] = len(scores)
             counts[f"{where}_under_{low}"] = sum(p < low for p in scores)
             counts[f"{where}_over_{high}"] = sum(p > high for p in scores)
+        out[reason] = counts
+    return out
+
+
+def intonation_by_rule(
+    pauses: list[dict[str, Any]], ends: list[dict[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """Per reason the listener's words were given, how many pauses and ends had a
+    measurable contour, fell to the bottom of the speaker's range (``FALL_ST``), and
+    ended quiet (``QUIET_END_DB``): could either cue brake the words' "complete", or
+    hurry their "unpunctuated"?"""
+    out = {}
+    for reason in ("complete", "unpunctuated"):
+        counts = {}
+        for where, group in (("pauses", pauses), ("ends", ends)):
+            mine = [r for r in group if r["live_rule"] == reason]
+            measured = [r for r in mine if r["pitch_final_st"] is not None]
+            counts[where] = len(mine)
+            counts[f"{where}_measured"] = len(measured)
+            counts[f"{where}_fall"] = sum(r["pitch_final_st"] <= FALL_ST for r in measured)
+            counts[f"{where}_quiet"] = sum(r["pitch_final_db"] <= QUIET_END_DB for r in measured)
         out[reason] = counts
     return out
 
@@ -332,6 +371,19 @@ def format_table(report: dict[str, Any]) -> str:
                 f"| {name} | {key} | {w['pauses_taken']}/{row['pauses']} "
                 f"({w['pauses_taken_rate']:.0%}) | {w['end_wait_ms']['p50']:.0f} / "
                 f"{w['end_wait_ms']['p90']:.0f} |"
+            )
+    lines += [
+        "",
+        f"| set | the words' reason | pauses: measured, fell (<= {FALL_ST:g} st), quiet "
+        f"(<= {QUIET_END_DB:g} dB) | ends: measured, fell, quiet |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, row in report["sets"].items():
+        for reason, c in row["intonation"].items():
+            lines.append(
+                f"| {name} | {reason} | {c['pauses_measured']} of {c['pauses']}, "
+                f"{c['pauses_fall']}, {c['pauses_quiet']} | {c['ends_measured']} of "
+                f"{c['ends']}, {c['ends_fall']}, {c['ends_quiet']} |"
             )
     low, high = PROSODY_SURE
     with_prosody = [(n, r["prosody"]) for n, r in report["sets"].items() if "prosody" in r]
