@@ -527,7 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     if _audio_left_open():
         # An audio device that would not close (its sound server went away) would hang
         # PortAudio's clean-up at interpreter exit: everything is said and saved, so
-        # the process ends here instead.
+        # the process ends here instead, once the logs and output are written out.
+        logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
