@@ -105,3 +105,29 @@ def test_it_counts_the_intonation_cues_per_reason_where_a_contour_was_measured()
     # On the line counts; a reason not asked about (incomplete) is not counted.
     assert out["unpunctuated"]["ends_fall"] == 1 and out["unpunctuated"]["ends_quiet"] == 1
     assert out["complete"]["ends"] == 0
+
+
+def test_its_report_has_a_row_per_set_and_entry_and_leaves_out_what_was_not_measured() -> None:
+    from voice.bench.eot import format_table
+
+    rows = [
+        {"end": False, "rule": "complete", "eot": 0.0, "eot_bare": 0.0, "live_rule": "complete",
+         "live_dropped": 0, "live_cut_off": False, "live_last_p": 0.9, "live_last_past_s": 0.0,
+         "live_spoken": "I went home.", "gap_s": 0.8, "pitch_final_st": -4.0,
+         "pitch_final_db": -7.0},
+        {"end": True, "rule": "complete", "eot": 0.3, "eot_bare": 0.1, "live_rule": "complete",
+         "live_dropped": 0, "live_cut_off": False, "live_last_p": 0.9, "live_last_past_s": 0.0,
+         "live_spoken": "Then I slept.", "gap_s": None, "pitch_final_st": 0.0,
+         "pitch_final_db": 0.0},
+    ]  # fmt: skip
+    summary = summarize(rows)
+    summary["waits"] = waits(rows, Settings())
+    report = {"sets": {"pairs": summary}, "eot_ms": {"p50": 20.0, "p95": 30.0}}
+    table = format_table(report)
+    assert "| pairs | 500/1000 | 1/1 (100%) | 500 / 500 |" in table
+    assert "| pairs | complete | 1 of 1, 1, 1 | 1 of 1, 0, 0 |" in table
+    assert "prosody under" not in table  # no prosody model was given
+    summary["prosody"] = prosody_by_rule(
+        [dict(rows[0], prosody=0.05)], [dict(rows[1], prosody=0.9)]
+    )
+    assert "| pairs | complete | 1 / 0 of 1 | 0 / 1 of 1 |" in format_table(report)

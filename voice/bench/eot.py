@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +321,22 @@ def waits(rows: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
     return out
 
 
+def by_set(
+    report: dict[str, Any],
+    key: str,
+    header: str,
+    cells: Callable[[dict[str, Any], dict[str, Any]], str],
+) -> list[str]:
+    """A table of one row per set and entry of its ``key`` (a wait, a reason), the
+    entry's ``cells`` after the two names; nothing where no set has ``key``."""
+    rows = [
+        f"| {name} | {entry} | {cells(values, row)} |"
+        for name, row in report["sets"].items()
+        for entry, values in row.get(key, {}).items()
+    ]
+    return ["", header, "| --- | --- | --- | --- |", *rows] if rows else []
+
+
 def format_table(report: dict[str, Any]) -> str:
     lines = [
         "| set | judge | mid-turn pauses judged complete | ends judged complete | "
@@ -359,47 +376,37 @@ def format_table(report: dict[str, Any]) -> str:
             )
         ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
+    lines += by_set(
+        report,
+        "waits",
         "| set | waits (ms): complete / no mark | mid-turn pauses a reply would start in "
         "| wait at the ends p50 / p90 |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name, row in report["sets"].items():
-        for key, w in row["waits"].items():
-            lines.append(
-                f"| {name} | {key} | {w['pauses_taken']}/{row['pauses']} "
-                f"({w['pauses_taken_rate']:.0%}) | {w['end_wait_ms']['p50']:.0f} / "
-                f"{w['end_wait_ms']['p90']:.0f} |"
-            )
-    lines += [
-        "",
+        lambda w, row: (
+            f"{w['pauses_taken']}/{row['pauses']} ({w['pauses_taken_rate']:.0%}) | "
+            f"{w['end_wait_ms']['p50']:.0f} / {w['end_wait_ms']['p90']:.0f}"
+        ),
+    )
+    lines += by_set(
+        report,
+        "intonation",
         f"| set | the words' reason | pauses: measured, fell (<= {FALL_ST:g} st), quiet "
         f"(<= {QUIET_END_DB:g} dB) | ends: measured, fell, quiet |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name, row in report["sets"].items():
-        for reason, c in row["intonation"].items():
-            lines.append(
-                f"| {name} | {reason} | {c['pauses_measured']} of {c['pauses']}, "
-                f"{c['pauses_fall']}, {c['pauses_quiet']} | {c['ends_measured']} of "
-                f"{c['ends']}, {c['ends_fall']}, {c['ends_quiet']} |"
-            )
+        lambda c, _: (
+            f"{c['pauses_measured']} of {c['pauses']}, {c['pauses_fall']}, "
+            f"{c['pauses_quiet']} | {c['ends_measured']} of {c['ends']}, {c['ends_fall']}, "
+            f"{c['ends_quiet']}"
+        ),
+    )
     low, high = PROSODY_SURE
-    with_prosody = [(n, r["prosody"]) for n, r in report["sets"].items() if "prosody" in r]
-    if with_prosody:
-        lines += [
-            "",
-            "| set | the words' reason | pauses: prosody under / over | ends: under / over |",
-            "| --- | --- | --- | --- |",
-        ]
-    for name, by_reason in with_prosody:
-        for reason, c in by_reason.items():
-            lines.append(
-                f"| {name} | {reason} | {c[f'pauses_under_{low}']} / {c[f'pauses_over_{high}']}"
-                f" of {c['pauses']} | {c[f'ends_under_{low}']} / {c[f'ends_over_{high}']} "
-                f"of {c['ends']} |"
-            )
+    lines += by_set(
+        report,
+        "prosody",
+        "| set | the words' reason | pauses: prosody under / over | ends: under / over |",
+        lambda c, _: (
+            f"{c[f'pauses_under_{low}']} / {c[f'pauses_over_{high}']} of {c['pauses']} | "
+            f"{c[f'ends_under_{low}']} / {c[f'ends_over_{high}']} of {c['ends']}"
+        ),
+    )
     ms = report["eot_ms"]
     lines.append(f"\nLLM end-of-turn ms p50/p95: {ms['p50']:.0f} / {ms['p95']:.0f}")
     return "\n".join(lines)
