@@ -188,6 +188,7 @@ def bench_eot(
 
 
 def rounded(value: float | None) -> float | None:
+    """A measure for the report: two decimals, or none where there was none."""
     return None if value is None else round(value, 2)
 
 

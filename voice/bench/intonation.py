@@ -12,7 +12,7 @@ the seconds before, so that a low voice and a high one are judged alike.
 The pitch tracker is a plain YIN (de Cheveigne and Kawahara, 2002): the cumulative-
 mean-normalised difference function of each 25 ms window, its first dip under a
 threshold taken as the period. It is written from the paper with numpy, and is slow
-enough only for benches (about 2 ms a second of audio here).
+enough only for benches (about 16 ms a second of audio here).
 """
 
 from __future__ import annotations
