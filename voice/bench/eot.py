@@ -239,47 +239,55 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def prosody_by_rule(
-    pauses: list[dict[str, Any]], ends: list[dict[str, Any]]
+def by_reason(
+    pauses: list[dict[str, Any]],
+    ends: list[dict[str, Any]],
+    count: Callable[[list[dict[str, Any]]], dict[str, int]],
 ) -> dict[str, dict[str, int]]:
-    """Per reason the listener's words were given, how many pauses and ends the prosody
-    model is sure of either way: could it brake the words' "complete", or hurry their
-    "unpunctuated"?"""
-    low, high = PROSODY_SURE
-    out = {}
-    for reason in ("complete", "unpunctuated"):
-        mine = {
-            "pauses": [r["prosody"] for r in pauses if r["live_rule"] == reason],
-            "ends": [r["prosody"] for r in ends if r["live_rule"] == reason],
-        }
-        counts = {}
-        for where, scores in mine.items():
-            counts[where] = len(scores)
-            counts[f"{where}_under_{low}"] = sum(p < low for p in scores)
-            counts[f"{where}_over_{high}"] = sum(p > high for p in scores)
-        out[reason] = counts
-    return out
-
-
-def intonation_by_rule(
-    pauses: list[dict[str, Any]], ends: list[dict[str, Any]]
-) -> dict[str, dict[str, int]]:
-    """Per reason the listener's words were given, how many pauses and ends had a
-    measurable contour, fell to the bottom of the speaker's range (``FALL_ST``), and
-    ended quiet (``QUIET_END_DB``): could either cue brake the words' "complete", or
-    hurry their "unpunctuated"?"""
+    """Per reason the listener's words were given ("complete", "unpunctuated"), how
+    many pauses and ends there were and what ``count`` finds among each: could a second
+    opinion brake the words' "complete", or hurry their "unpunctuated"?"""
     out = {}
     for reason in ("complete", "unpunctuated"):
         counts = {}
         for where, group in (("pauses", pauses), ("ends", ends)):
             mine = [r for r in group if r["live_rule"] == reason]
-            measured = [r for r in mine if r["pitch_final_st"] is not None]
             counts[where] = len(mine)
-            counts[f"{where}_measured"] = len(measured)
-            counts[f"{where}_fall"] = sum(r["pitch_final_st"] <= FALL_ST for r in measured)
-            counts[f"{where}_quiet"] = sum(r["pitch_final_db"] <= QUIET_END_DB for r in measured)
+            counts.update({f"{where}_{key}": n for key, n in count(mine).items()})
         out[reason] = counts
     return out
+
+
+def prosody_by_rule(
+    pauses: list[dict[str, Any]], ends: list[dict[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """How many pauses and ends, per reason, the prosody model is sure of either way."""
+    low, high = PROSODY_SURE
+
+    def sure(rows: list[dict[str, Any]]) -> dict[str, int]:
+        return {
+            f"under_{low}": sum(r["prosody"] < low for r in rows),
+            f"over_{high}": sum(r["prosody"] > high for r in rows),
+        }
+
+    return by_reason(pauses, ends, sure)
+
+
+def intonation_by_rule(
+    pauses: list[dict[str, Any]], ends: list[dict[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """How many pauses and ends, per reason, had a measurable contour, fell to the
+    bottom of the speaker's range (``FALL_ST``), and ended quiet (``QUIET_END_DB``)."""
+
+    def cues(rows: list[dict[str, Any]]) -> dict[str, int]:
+        measured = [r for r in rows if r["pitch_final_st"] is not None]
+        return {
+            "measured": len(measured),
+            "fall": sum(r["pitch_final_st"] <= FALL_ST for r in measured),
+            "quiet": sum(r["pitch_final_db"] <= QUIET_END_DB for r in measured),
+        }
+
+    return by_reason(pauses, ends, cues)
 
 
 # (turn.complete_silence_ms, turn.unpunctuated_silence_ms) to try; the rest as set.

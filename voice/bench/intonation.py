@@ -95,7 +95,9 @@ class Contour:
     final_st: float | None
     slope_st_s: float | None
     final_db: float | None
-    voiced_s: float
+
+
+UNMEASURED = Contour(None, None, None)
 
 
 def final_contour(audio: Float32Array, stop_s: float) -> Contour:
@@ -105,14 +107,14 @@ def final_contour(audio: Float32Array, stop_s: float) -> Contour:
     times, pitch, level = pitch_track(heard)
     voiced = ~np.isnan(pitch)
     if voiced.sum() < 2 * FINAL_FRAMES:
-        return Contour(None, None, None, float(voiced.sum()) * HOP_S)
+        return UNMEASURED
     semitones = 12.0 * np.log2(pitch / np.median(pitch[voiced]))
     # A frame's window runs WINDOW_SAMPLES past its start: its centre is its time.
     centres = times + WINDOW_SAMPLES / 2 / SAMPLE_RATE
     end_s = len(heard) / SAMPLE_RATE
     near = voiced & (centres >= end_s - FINAL_S)
     if near.sum() < FINAL_FRAMES:
-        return Contour(None, None, None, float(voiced.sum()) * HOP_S)
+        return UNMEASURED
     last = np.flatnonzero(near)
     final_st = float(np.median(semitones[last[-FINAL_FRAMES:]]))
     final_db = float(np.median(level[last[-FINAL_FRAMES:]]) - np.median(level[voiced]))
@@ -120,4 +122,4 @@ def final_contour(audio: Float32Array, stop_s: float) -> Contour:
     slope = None
     if fitted.size >= FINAL_FRAMES:
         slope = float(np.polyfit(centres[fitted], semitones[fitted], 1)[0])
-    return Contour(final_st, slope, final_db, float(voiced.sum()) * HOP_S)
+    return Contour(final_st, slope, final_db)
