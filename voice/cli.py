@@ -390,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sets",
         help="turns, eot, prosody: comma-separated sets of hesitation, pairs, conversation "
         "(default: those three), hesitation_heldout, hesitation_early (pauses where the rules "
-        "were not tuned)",
+        "were not tuned), hesitation_noisy, pairs_noisy (under a steady background)",
     )
     p.add_argument(
         "--modes",

@@ -14,8 +14,10 @@ from voice.audio import write_wav
 from voice.bench.corpus import Clip
 from voice.bench.turns import MODES, measure_turn, mode_settings, play_spans, summarize_set
 from voice.bench.turnsets import (
+    BACKGROUNDS,
     TurnItem,
     build_hesitations,
+    build_noisy,
     build_pairs,
     floor_turns,
     hesitation_point,
@@ -23,6 +25,7 @@ from voice.bench.turnsets import (
     read_textgrid_words,
     room_tone,
     splice,
+    under_noise,
 )
 from voice.config import Settings
 
@@ -260,6 +263,48 @@ def test_pairs_join_one_speakers_sentences(tmp_path: Path) -> None:
     item = items[0]
     assert item.reference == "text s1 text s2" and item.pause_s == 0.8
     assert abs(max(b - a for a, b in item.pauses) - 0.8) < 0.05
+
+
+def _speech_and_noise_db(item: TurnItem, clean: TurnItem) -> tuple[float, float]:
+    noise = item.audio - clean.audio
+    inside = np.concatenate([clean.audio[int(a * RATE) : int(b * RATE)] for a, b in clean.speech])
+    level = lambda x: 10 * np.log10(np.mean(x.astype(np.float64) ** 2))  # noqa: E731
+    return float(level(inside)), float(level(noise))
+
+
+def test_a_background_plays_under_the_whole_item_at_the_asked_level() -> None:
+    audio = tone_words(WORDS, 3.0)
+    clean = TurnItem("hesitation-x-0.5s", "hesitation", audio, [(0.5, 2.5)], "the words", 0.5,
+                     "...the [0.5 s] old...", 1.2)  # fmt: skip
+    noise = np.random.default_rng(3).normal(0, 0.3, RATE).astype(np.float32)  # 1 s, looped
+    noisy = under_noise(clean, noise, "hiss", 10.0)
+    assert len(noisy.audio) == len(audio)
+    speech_db, noise_db = _speech_and_noise_db(noisy, clean)
+    assert abs(speech_db - noise_db - 10.0) < 0.5
+    # The truth is the clean speech's; the pause and the reference are kept.
+    assert (noisy.speech, noisy.reference, noisy.pause_s, noisy.pause_at_s) == (
+        clean.speech,
+        clean.reference,
+        clean.pause_s,
+        clean.pause_at_s,
+    )
+    assert noisy.set == "hesitation_noisy" and noisy.name.endswith("-hiss")
+    assert "under hiss at 10 dB" in noisy.note
+    # Looped with cross-faded seams: the background is there in the last second too.
+    tail = noisy.audio[-RATE:] - audio[-RATE:]
+    assert float(np.sqrt(np.mean(tail**2))) > 0.1 * float(np.sqrt(np.mean(noise**2)))
+
+
+def test_every_background_meets_every_pause_length() -> None:
+    noise_dir = Path(__file__).parents[1] / "corpus" / "noise"
+    audio = tone_words(WORDS, 3.0)
+    items = [
+        TurnItem(f"h{i}", "hesitation", audio, [(0.5, 2.5)], "w", (0.5, 1.0, 1.5, 2.0)[i % 4])
+        for i in range(16)
+    ]
+    noisy = build_noisy(items, noise_dir)
+    pairs = {(item.pause_s, item.name.split("-", 1)[1]) for item in noisy}
+    assert len(pairs) == 16 and len({name for _, name in pairs}) == len(BACKGROUNDS)
 
 
 def test_meeting_turns_end_when_another_speaker_takes_the_floor() -> None:
