@@ -115,6 +115,18 @@ def test_in_a_noisy_room_the_tail_is_judged_against_the_noise_floor() -> None:
     assert ended_frame(frames, end_silence_ms=400) == 30 + 19
 
 
+def test_digital_silence_before_the_room_is_heard_is_not_its_noise_floor() -> None:
+    # A stream that opens with no signal (a transport's fill, a file's silence), then a
+    # fan: the floor is the fan's, so its frames after the words are not their tail.
+    nothing = [(False, -180.0)] * 30
+    noisy = [(False, -52.0), (False, -50.0)] * 5
+    tail = [(False, -48.0)] * 40
+    assert ended_frame(nothing + noisy + WORDS + tail, end_silence_ms=400) == 40 + 19
+    # Counted as the floor, the silence made every frame of the fan "audible".
+    quantised = [(False, -85.0)] * 30  # quiet, but a signal: one step of 16-bit audio
+    assert ended_frame(quantised + noisy + WORDS + tail, end_silence_ms=400) == 40 + 19 + 10
+
+
 def test_speech_the_level_misjudges_ends_at_most_tail_trim_before_the_vad() -> None:
     # A voice that drops 40 dB but stays voiced (the VAD is right): the clock may run
     # ahead by tail_trim_ms, never more, so the turn still does not end while voiced.
@@ -332,3 +344,27 @@ def test_a_steady_sound_the_hair_trigger_hears_holds_the_end_at_most_voice_hold_
     ended_at, ended = run_onsets(frames, end_silence_ms=400, voice_hold_ms=1000)[1]
     assert isinstance(ended, Ended) and ended.last_speech_frame == 44
     assert ended_at == 44 + (400 + 1000) // 20
+
+
+def ended_with_sure(frames: list[tuple[bool, float, bool, bool]]) -> tuple[int, Ended]:
+    """Frames of (voiced, level, hair trigger, second opinion sure): where the one end
+    came, and what it ended."""
+    endpointer = Endpointer(EndpointConfig(end_silence_ms=400))
+    events = [endpointer.push(v, db, onset=on, sure=sure) for v, db, on, sure in frames]
+    ((ended_at, ended),) = [(i, e) for i, e in enumerate(events) if isinstance(e, Ended)]
+    return ended_at, ended
+
+
+def test_a_voice_the_second_opinion_is_sure_of_holds_the_end_however_soft() -> None:
+    # A drawn-out word 3 dB over the room: not audible by the floor's measure, so the
+    # hair trigger's run does not count; Silero is sure of it (the cold speaker's "than").
+    room = [(False, -70.0, False, False)] * 25
+    words = [(True, -20.0, True, True)] * 20  # frames 25..44
+    after = [(False, -70.0, False, False)] * 40
+    soft = [(False, -67.0, True, True)] * 30  # frames 45..74
+    ended_at, ended = ended_with_sure(room + words + soft + after)
+    assert ended.last_speech_frame == 44 and ended_at == 74 + 400 // 20
+    # Silero's own decay just past the words is not more voice: sure for 200 ms only.
+    decay = [(False, -67.0, True, True)] * 10
+    ended_at, _ = ended_with_sure(room + words + decay + after)
+    assert ended_at == 44 + 400 // 20

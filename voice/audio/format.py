@@ -54,11 +54,14 @@ def sound_onset(audio: npt.NDArray[np.floating], level: float = ONSET_LEVEL) -> 
     return int(np.argmax(loud)) if loud.any() else len(audio)
 
 
+SILENCE_DB = -180.0  # the level of no sound at all: finite, so it compares and averages
+
+
 def level_db(audio: npt.NDArray[np.floating]) -> float:
     """The level of the sound in dBFS: RMS with the mean taken out, since a DC offset
-    (a cheap microphone, a bad driver) is no sound; silence is -180, not minus infinity."""
+    (a cheap microphone, a bad driver) is no sound; silence is ``SILENCE_DB``."""
     if not len(audio):
-        return -180.0
+        return SILENCE_DB
     samples = np.asarray(audio, dtype=np.float64)
     rms = float(np.sqrt(np.mean(np.square(samples - samples.mean()))))
     return 20.0 * float(np.log10(max(rms, 1e-9)))

@@ -37,6 +37,10 @@ own, so it runs identically on files, live audio and scripted test timelines.
   a mumble) went on in such a run, and the reply started under it and was paused
   at once: a turn does not end on a sound that would pause its reply. A steady
   sound the hair trigger hears (music, a television) holds it no longer than that.
+  A run the second opinion alone is sure of (Silero at 0.5) counts however soft,
+  once past its own decay after the words: a voice 2-5 dB over a quiet room.
+- The floor is the room's: frames with no signal at all (digital silence before a
+  stream's sound, a transport's fill) are not its noise.
 """
 
 from __future__ import annotations
@@ -46,13 +50,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from voice.audio.format import FRAME_MS
+from voice.audio.format import FRAME_MS, SILENCE_DB
 from voice.errors import ConfigError
 
 AUDIBLE_BELOW_PEAK_DB = 30.0  # weak final consonants sit 20-30 dB under the vowels
 AUDIBLE_OVER_FLOOR_DB = 6.0  # and stand out of the room's own noise
 LOUD_BELOW_PEAK_DB = 20.0  # ... unless the noise is that close to the voice
 FLOOR_FRAMES = 150  # the noise floor: the quietest tenth of the last 3 s heard outside speech
+# ... of the sound heard: a frame under one step of 16-bit audio is no microphone's noise
+# but no signal at all (a stream's first frames, a transport's fill, a file's digital
+# silence). Counted, it set the floor of a noisy room at -180 dB, every frame of its
+# noise was "audible", and the end of the speech came up to ``tail_trim_ms`` late. With
+# no sound heard yet, the floor is silence.
+NO_SIGNAL_DB = -90.0
+# Silero stays sure ~100-150 ms past the words it heard (its decay, not more voice): a
+# sure run counts as voice in the pause only once it lasts past this.
+SURE_AFTER_MS = 200
 STIRRING_FRAMES = 3  # the end waits while any of the last 60 ms sounds like speech starting
 
 
@@ -139,7 +152,7 @@ class Endpointer:
         self._levels: deque[tuple[int, float]] = deque(maxlen=window_frames)  # for the onset
         self._quiet: deque[float] = deque(maxlen=FLOOR_FRAMES)  # levels heard outside speech
         self._last_stirring_frame = -1  # the last frame in a pause that may be speech again
-        self._voice_run = 0  # consecutive audible frames the hair trigger heard
+        self._voice_run = 0  # consecutive frames of voice in the pause (see _watch_voice)
         self._last_voice_frame = -1  # the last frame of such a run of voice_run_ms
 
     @property
@@ -199,12 +212,15 @@ class Endpointer:
         level_db: float | None = None,
         burst_db: float | None = None,
         onset: bool = False,
+        sure: bool = False,
     ) -> EndpointEvent | None:
         """``level_db``: the frame's RMS level in dBFS; without it speech ends where the
         VAD's voiced frames end. ``burst_db``: the level of its loudest part
         (:func:`voice.audio.format.burst_level_db`), which judges whether an unvoiced
         frame after the words is still their sound; ``level_db`` when not given.
-        ``onset``: the VAD's hair trigger on the frame (none heard when not given)."""
+        ``onset``: the VAD's hair trigger on the frame (none heard when not given).
+        ``sure``: the VAD's second opinion alone calls it speech (Silero at 0.5, which
+        hears voices too soft for webrtcvad)."""
         cfg = self.config
         self._frame += 1
         self._window.append((self._frame, voiced))
@@ -213,7 +229,7 @@ class Endpointer:
         if level_db is not None:
             self._levels.append((self._frame, level_db))
         voiced_ms = self._voiced_in_window() * FRAME_MS
-        self._watch_voice(onset, level_db)
+        self._watch_voice(onset, level_db, sure)
 
         if not self.speaking:
             if voiced and voiced_ms >= cfg.start_voiced_ms:
@@ -223,10 +239,11 @@ class Endpointer:
                 onset_levels = [db for i, db in self._levels if i >= self.onset_frame]
                 self._peak_db = max(onset_levels, default=-np.inf)
                 # Levels outside speech are only gathered between utterances: once per one.
-                self._floor_db = float(np.percentile(self._quiet, 10)) if self._quiet else -np.inf
+                quiet = self._quiet
+                self._floor_db = float(np.percentile(quiet, 10)) if quiet else SILENCE_DB
                 return Started(self.onset_frame)
-            if level_db is not None and not voiced:  # a stream may open with speech
-                self._quiet.append(level_db)
+            if level_db is not None and not voiced and level_db > NO_SIGNAL_DB:
+                self._quiet.append(level_db)  # (a stream may open with speech: none yet)
             return None
 
         if voiced and self._is_speech_evidence():
@@ -247,10 +264,16 @@ class Endpointer:
             return event
         return None
 
-    def _watch_voice(self, onset: bool, level_db: float | None) -> None:
-        """Count the hair trigger's audible run; one of ``voice_run_ms`` is sound."""
-        heard = onset and self.speaking and self._audible(level_db, voiced=False)
-        self._voice_run = self._voice_run + 1 if heard else 0
+    def _watch_voice(self, onset: bool, level_db: float | None, sure: bool) -> None:
+        """Count the run of voice heard in the speech's pause; one of ``voice_run_ms`` is
+        sound. A frame is voice when the hair trigger hears it audible over the floor, or
+        when the second opinion is sure of it ``SURE_AFTER_MS`` past the speech's end:
+        a voice 2-5 dB over a quiet room (the cold speaker's drawn-out "than") is not
+        audible by the floor's measure, but Silero gives it 0.9. (Runs of 160 ms kept
+        back a click Silero was sure of, and most of that voice with it.)"""
+        past_decay = (self._frame - self.speech_end_frame) * FRAME_MS > SURE_AFTER_MS
+        heard = (sure and past_decay) or (onset and self._audible(level_db, voiced=False))
+        self._voice_run = self._voice_run + 1 if heard and self.speaking else 0
         run_ms = self.config.voice_run_ms
         if run_ms > 0 and self._voice_run * FRAME_MS >= run_ms:
             self._last_voice_frame = self._frame

@@ -50,7 +50,13 @@ from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
 from voice.listen.agreement import LocalAgreement, committed_through, drop_overlap, tail_after
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
 from voice.listen.spoken import NOTHING_UNSPOKEN, Unspoken, spoken_part, unspoken_tail
-from voice.listen.vad import FrameClassifier, close_classifier, fresh_onset, onset_heard
+from voice.listen.vad import (
+    FrameClassifier,
+    close_classifier,
+    fresh_onset,
+    onset_heard,
+    second_opinion_heard,
+)
 from voice.listen.whisper import MAX_AUDIO_S, Segment, Transcription
 
 Float32Array = npt.NDArray[np.float32]
@@ -323,7 +329,8 @@ class Listener:
         onset = onset_heard(self.classifier, voiced)
         self.onset_run = self.onset_run + 1 if onset else 0
         self.sample += FRAME_SAMPLES
-        change = self.endpointer.push(voiced, level_db(frame), burst_level_db(frame), onset)
+        sure = second_opinion_heard(self.classifier)
+        change = self.endpointer.push(voiced, level_db(frame), burst_level_db(frame), onset, sure)
         current = self._current()
         if current is not None:
             current.append(frame)

@@ -90,6 +90,7 @@ class SileroVad:
         self._threshold = threshold
         self._onset_threshold = onset_threshold
         self.onset = False
+        self.speech = False  # its own verdict on the last frame, whatever another says
         self._pending = np.zeros(0, dtype=np.float32)
         self._prob = 0.0
         self._onset_prob = 0.0
@@ -108,7 +109,8 @@ class SileroVad:
     def is_speech(self, frame: Int16Array) -> bool:
         probability = self.probability(frame)
         self.onset = max(probability, self._onset_prob) >= self._onset_threshold
-        return probability >= self._threshold
+        self.speech = probability >= self._threshold
+        return self.speech
 
     def fresh_onset(self) -> None:
         """An utterance ended: the hair trigger's model forgets it (see the class)."""
@@ -122,7 +124,7 @@ class SileroVad:
         self.fresh_onset()
         self._pending = np.zeros(0, dtype=np.float32)
         self._prob = 0.0
-        self.onset = False
+        self.onset = self.speech = False
 
     def close(self) -> None:
         """Free the native models (each its own onnxruntime session, ~0.4 MB) now. Left to
@@ -134,15 +136,19 @@ class SileroVad:
 class BothAgree:
     """Speech only where every classifier says speech (all are always fed, to keep state).
 
-    ``onset`` is the last classifier's own (the second opinion's: Silero's)."""
+    ``onset`` is the last classifier's own (the second opinion's: Silero's), and so is
+    ``second_opinion``: its verdict alone. A voice too soft for webrtcvad that Silero
+    is sure of (a cold, a drawn-out word) is not speech here, but it is a voice."""
 
     def __init__(self, *classifiers: FrameClassifier) -> None:
         self._classifiers = classifiers
         self.onset = False
+        self.second_opinion = False
 
     def is_speech(self, frame: Int16Array) -> bool:
         votes = [c.is_speech(frame) for c in self._classifiers]
         self.onset = bool(getattr(self._classifiers[-1], "onset", votes[-1]))
+        self.second_opinion = len(votes) > 1 and votes[-1]
         return all(votes)
 
     def reset(self) -> None:
@@ -177,6 +183,12 @@ def make_classifier(
 ) -> FrameClassifier:
     webrtc = WebRtcVad(aggressiveness)
     return BothAgree(webrtc, SileroVad(onset_threshold=onset_threshold)) if silero else webrtc
+
+
+def second_opinion_heard(classifier: FrameClassifier) -> bool:
+    """Whether the second opinion alone called the frame just judged speech (False for a
+    classifier without one)."""
+    return bool(getattr(classifier, "second_opinion", False))
 
 
 def onset_heard(classifier: FrameClassifier, voiced: bool) -> bool:
