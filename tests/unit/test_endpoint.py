@@ -127,6 +127,16 @@ def test_digital_silence_before_the_room_is_heard_is_not_its_noise_floor() -> No
     assert ended_frame(quantised + noisy + WORDS + tail, end_silence_ms=400) == 40 + 19 + 10
 
 
+def test_speech_right_after_digital_silence_leaves_the_floor_to_the_peak() -> None:
+    # The first sounds the VAD had not called speech yet are all that was heard of the
+    # "room": a floor of them would take the words' weak last consonant for the room.
+    nothing = [(False, -180.0)] * 30
+    first_sounds = [(False, -30.0)] * 3
+    weak_end = [(True, -45.0)] * 3  # within 30 dB of the peak: still the words
+    frames = nothing + first_sounds + WORDS + weak_end + [(False, -70.0)] * 40
+    assert ended_frame(frames, end_silence_ms=400) == 33 + 20 + 3 - 1
+
+
 def test_speech_the_level_misjudges_ends_at_most_tail_trim_before_the_vad() -> None:
     # A voice that drops 40 dB but stays voiced (the VAD is right): the clock may run
     # ahead by tail_trim_ms, never more, so the turn still does not end while voiced.

@@ -60,9 +60,13 @@ FLOOR_FRAMES = 150  # the noise floor: the quietest tenth of the last 3 s heard 
 # ... of the sound heard: a frame under one step of 16-bit audio is no microphone's noise
 # but no signal at all (a stream's first frames, a transport's fill, a file's digital
 # silence). Counted, it set the floor of a noisy room at -180 dB, every frame of its
-# noise was "audible", and the end of the speech came up to ``tail_trim_ms`` late. With
-# no sound heard yet, the floor is silence.
+# noise was "audible", and the end of the speech came up to ``tail_trim_ms`` late.
 NO_SIGNAL_DB = -90.0
+# ... and it takes this many frames of the room to know it: speech right after a stream
+# opens (or after its digital silence) leaves only its own first sounds, the ones the VAD
+# had not called speech yet, and a floor of those (-33 dB under a -10 dB voice) took the
+# words' last 100 ms for the room. Until then the floor is silence: the peak judges.
+FLOOR_MIN_FRAMES = 10
 # Silero stays sure ~100-150 ms past the words it heard (its decay, not more voice): a
 # sure run counts as voice in the pause only once it lasts past this.
 SURE_AFTER_MS = 200
@@ -240,7 +244,8 @@ class Endpointer:
                 self._peak_db = max(onset_levels, default=-np.inf)
                 # Levels outside speech are only gathered between utterances: once per one.
                 quiet = self._quiet
-                self._floor_db = float(np.percentile(quiet, 10)) if quiet else SILENCE_DB
+                known = len(quiet) >= FLOOR_MIN_FRAMES
+                self._floor_db = float(np.percentile(quiet, 10)) if known else SILENCE_DB
                 return Started(self.onset_frame)
             if level_db is not None and not voiced and level_db > NO_SIGNAL_DB:
                 self._quiet.append(level_db)  # (a stream may open with speech: none yet)
