@@ -55,9 +55,9 @@ WordsOf = Callable[[Float32Array], list[Word]]
 Interval = tuple[float, float]
 
 SETS = ("hesitation", "pairs", "conversation")
-# Known sets that are run only when named (``--sets``): held out from the defaults' tuning.
-# The noisy sets and the set each puts a background under.
+# The noisy sets, and the set each puts a background under.
 NOISY_OF = {"hesitation_noisy": "hesitation", "pairs_noisy": "pairs"}
+# Known sets that are run only when named (``--sets``): held out from the defaults' tuning.
 EXTRA_SETS = ("hesitation_heldout", "hesitation_early", *NOISY_OF)
 MIN_PAUSE_S = 0.2  # a silence this long inside a turn is a mid-turn pause
 LEAD_S = 0.5  # room tone before the speech (the VAD's pre-roll needs history)

@@ -90,7 +90,6 @@ class SileroVad:
         self._threshold = threshold
         self._onset_threshold = onset_threshold
         self.onset = False
-        self.speech = False  # its own verdict on the last frame, whatever another says
         self._pending = np.zeros(0, dtype=np.float32)
         self._prob = 0.0
         self._onset_prob = 0.0
@@ -109,8 +108,7 @@ class SileroVad:
     def is_speech(self, frame: Int16Array) -> bool:
         probability = self.probability(frame)
         self.onset = max(probability, self._onset_prob) >= self._onset_threshold
-        self.speech = probability >= self._threshold
-        return self.speech
+        return probability >= self._threshold
 
     def fresh_onset(self) -> None:
         """An utterance ended: the hair trigger's model forgets it (see the class)."""
@@ -124,7 +122,7 @@ class SileroVad:
         self.fresh_onset()
         self._pending = np.zeros(0, dtype=np.float32)
         self._prob = 0.0
-        self.onset = self.speech = False
+        self.onset = False
 
     def close(self) -> None:
         """Free the native models (each its own onnxruntime session, ~0.4 MB) now. Left to
