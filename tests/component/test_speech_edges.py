@@ -17,7 +17,7 @@ from conftest import clip
 from voice.audio import read_wav
 from voice.audio.format import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, float_to_pcm16, level_db
 from voice.bench.corpus import audible_frames
-from voice.bench.turnsets import build_conversation, looped
+from voice.bench.turnsets import background, build_conversation
 from voice.config import load_settings
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer
 from voice.listen.listener import Listener
@@ -100,12 +100,12 @@ def test_turns_end_where_their_sound_ends_not_after_the_vad_hangover() -> None:
 def under_the_tap(audio: np.ndarray, after_s: float, snr_db: float = 10.0) -> np.ndarray:
     """``audio`` with a running tap ``snr_db`` under its speech from ``after_s`` on: the
     digital silence before it is a stream that opened before the room was heard."""
-    tap = looped(read_wav(NOISE / "household_running_tap.wav"), len(audio))
-    tap[: int(after_s * SAMPLE_RATE)] = 0.0
     frames = audible_frames(audio)
     speech = np.concatenate([audio[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES] for f in frames])
-    gain = np.sqrt(np.mean(speech**2) / np.mean(tap[tap != 0] ** 2)) / 10 ** (snr_db / 20)
-    return (audio + gain * tap).astype(np.float32)
+    tap = read_wav(NOISE / "household_running_tap.wav")
+    bed = background(tap, len(audio), speech, snr_db)
+    bed[: int(after_s * SAMPLE_RATE)] = 0.0
+    return (audio + bed).astype(np.float32)
 
 
 def test_in_a_noisy_room_turns_end_where_their_sound_ends() -> None:

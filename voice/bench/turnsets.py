@@ -465,17 +465,23 @@ def build_conversation(folder: Path) -> list[TurnItem]:
 # -- (d) under a background -------------------------------------------------------------
 
 
-def under_noise(item: TurnItem, noise: Float32Array, label: str, snr_db: float) -> TurnItem:
-    """``item`` with ``noise`` looped under all of it, ``snr_db`` below its speech (the
-    RMS of the truth's speech intervals against the noise's own). The truth is the
-    clean item's: the background is not the user."""
-    bed = looped(noise, len(item.audio))
-    spans = [item.audio[int(a * SAMPLE_RATE) : int(b * SAMPLE_RATE)] for a, b in item.speech]
-    speech = np.concatenate(spans) if spans else item.audio
+def background(noise: Float32Array, n: int, speech: Float32Array, snr_db: float) -> Float32Array:
+    """``n`` samples of ``noise``, looped, ``snr_db`` under ``speech`` (RMS against RMS,
+    as the corpus's own mixtures are made)."""
+    bed = looped(noise, n)
     speech_rms = float(np.sqrt(np.mean(speech.astype(np.float64) ** 2)))
     noise_rms = float(np.sqrt(np.mean(bed.astype(np.float64) ** 2)))
-    gain = speech_rms / max(noise_rms, 1e-9) / 10 ** (snr_db / 20)
-    audio = np.clip(item.audio + gain * bed, -1.0, 1.0).astype(np.float32)
+    return (bed * (speech_rms / max(noise_rms, 1e-9) / 10 ** (snr_db / 20))).astype(np.float32)
+
+
+def under_noise(item: TurnItem, noise: Float32Array, label: str, snr_db: float) -> TurnItem:
+    """``item`` with ``noise`` looped under all of it, ``snr_db`` below its speech (the
+    truth's speech intervals). The truth is the clean item's: the background is not the
+    user."""
+    spans = [item.audio[int(a * SAMPLE_RATE) : int(b * SAMPLE_RATE)] for a, b in item.speech]
+    speech = np.concatenate(spans) if spans else item.audio
+    bed = background(noise, len(item.audio), speech, snr_db)
+    audio = np.clip(item.audio + bed, -1.0, 1.0).astype(np.float32)
     return dataclasses.replace(
         item, name=f"{item.name}-{label}", set=f"{item.set}_noisy", audio=audio,
         note=f"{item.note}; under {label} at {snr_db:g} dB",

@@ -67,8 +67,8 @@ NO_SIGNAL_DB = -90.0
 # had not called speech yet, and a floor of those (-33 dB under a -10 dB voice) took the
 # words' last 100 ms for the room. Until then the floor is silence: the peak judges.
 FLOOR_MIN_FRAMES = 10
-# Silero stays sure ~100-150 ms past the words it heard (its decay, not more voice): a
-# sure run counts as voice in the pause only once it lasts past this.
+# Silero stays sure ~100-150 ms past the words it heard (its decay, not more voice): what
+# it is sure of counts as voice in the pause only this far past the speech's end.
 SURE_AFTER_MS = 200
 STIRRING_FRAMES = 3  # the end waits while any of the last 60 ms sounds like speech starting
 
