@@ -307,6 +307,8 @@ def _format_conversation_event(event: dict[str, object]) -> str:
         return f"{stamp} metrics   voice-to-voice {v2v} ms, barge-in {barge} ms"
     if kind == "turn_continued":
         return f"{stamp} continued the user went on: the turn is heard again as a whole"
+    if kind == "turn_restored":
+        return f"{stamp} restored  it was a stop: the turn stays as heard ({event['stop_text']})"
     if kind in ("paused", "resumed", "speculation_cancel", "error"):
         return f"{stamp} {kind:<9} {event.get('reason') or event.get('message') or ''}".rstrip()
     return ""

@@ -214,6 +214,26 @@ class TurnContinued(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TurnRestored(Event):
+    """The speech that joined turn ``continues`` (utterance ``utterance_id``, after a
+    :class:`TurnContinued`) added only a stop phrase, ``stop_text``: its first partial
+    was misheard ("Start." for "stop") and joined it. It was a stop: nothing more is
+    said, and the exchange goes back into the history as far as it was heard, as a stop
+    over the reply leaves it: ``user_text`` and the reply's ``heard_text`` (if nothing
+    of it was heard, "", and neither is kept). A client that took the exchange off the
+    screen on ``turn_continued`` shows it again, then the stop, in place of the whole
+    turn's ``final``."""
+
+    type: ClassVar[str] = "turn_restored"
+    utterance_id: int
+    continues: int
+    reply_id: int
+    user_text: str
+    heard_text: str
+    stop_text: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class TurnMetrics(Event):
     """Latency figures of one user turn and its reply (ms; None where it did not happen).
 

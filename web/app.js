@@ -34,7 +34,7 @@ const S = {
   state: "idle",
   partial: "",
   notice: "",
-  turns: [], // {role, text, meta, el, dirty}
+  turns: [], // {role, text, meta, el, dirty}; a user turn from a final also has its uid
   replies: new Map(), // reply id -> {turn, chunks, heard, speechEndT, ended}
   pendingSpeechEndT: null,
   latencies: [], // voice-to-voice in ms, measured here
@@ -220,7 +220,7 @@ function onMessage(msg) {
       break;
     case "final":
       S.partial = "";
-      if (msg.text.trim()) addTurn("user", msg.text.trim());
+      if (msg.text.trim()) addTurn("user", msg.text.trim()).uid = msg.utterance_id;
       // The end of the user's speech on this page's audio clock: audio time is samples sent.
       if (S.micT0 !== null) S.pendingSpeechEndT = S.micT0 + msg.end_ms / 1000;
       break;
@@ -261,6 +261,17 @@ function onMessage(msg) {
       if (at > 0 && S.turns[at - 1].role === "user") {
         for (const gone of S.turns.splice(at - 1, 2)) gone.el?.remove();
       }
+      break;
+    }
+    case "turn_restored": {
+      // What joined the turn was only a "stop": the exchange taken off on turn_continued
+      // is back as far as it was heard, and the stop follows it, in place of the whole
+      // turn's final.
+      const at = S.turns.findLastIndex((t) => t.role === "user" && t.uid === msg.utterance_id);
+      if (at >= 0) for (const gone of S.turns.splice(at, 1)) gone.el?.remove();
+      addTurn("user", msg.user_text);
+      if (msg.heard_text) Object.assign(addTurn("assistant", `${msg.heard_text} …`), { meta: "interrupted" });
+      addTurn("user", msg.stop_text.charAt(0).toUpperCase() + msg.stop_text.slice(1));
       break;
     }
     case "turn_metrics":

@@ -131,7 +131,7 @@ def test_going_on_after_an_early_reply_merges_the_turn_and_answers_it_whole() ->
     assert finals[-1] == "one two three four five six seven eight nine."
     first, last = of(result, "reply_start")[0], of(result, "reply_start")[-1]
     assert continued["reply_id"] == first["reply_id"] and continued["heard_ms"] <= 1000
-    assert last["text"] == finals[-1]
+    assert last["text"] == finals[-1] and not of(result, "turn_restored")  # no stop
     # The history holds the whole turn and its answer; no fragment, no half reply.
     assert [m.content for m in session.history.turns] == [finals[-1], REPLY]
 
@@ -154,7 +154,7 @@ def test_a_stop_over_a_barely_heard_reply_stops_it_and_merges_nothing() -> None:
 
 
 def test_the_words_a_joined_turn_adds_are_those_after_its_own() -> None:
-    joined = Joined("Another engineer rushed toward the door to see.", "Sure,")
+    joined = Joined("Another engineer rushed toward the door to see.", "Sure,", 1, 1)
     # Heard again, the pass rewords the turn ("to" -> "too") and drops its mark.
     whole = "Another engineer rushed toward the door too, stop."
     assert joined.added_words(whole) == ["too stop", "stop"]
@@ -194,6 +194,15 @@ def test_a_stop_misheard_by_its_first_partial_still_stops_after_the_join() -> No
         # when nothing of the reply was heard).
         kept = [start["text"], heard] if heard else []
         assert [m.content for m in session.history.turns] == kept, delay_s
+        # ... and the client is told, to show the exchange again with the stop after it.
+        (restored,) = of(result, "turn_restored")
+        (continued,) = of(result, "turn_continued")
+        assert restored["utterance_id"] == of(result, "final")[-1]["utterance_id"]
+        assert (restored["continues"], restored["reply_id"]) == (
+            continued["continues"], start["reply_id"]
+        )  # fmt: skip
+        assert (restored["user_text"], restored["heard_text"]) == (start["text"], heard)
+        assert restored["stop_text"] == "stop"
 
 
 def test_a_cough_over_a_barely_heard_reply_lets_it_play_on() -> None:

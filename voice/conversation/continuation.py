@@ -79,6 +79,8 @@ class Joined:
 
     user_text: str
     heard_reply: str
+    continues: int  # the utterance the turn was first answered as
+    reply_id: int  # the reply the join took away (-1: none had started)
 
     def added_words(self, text: str) -> list[str]:
         """What ``text`` (the whole turn heard again) may have added to the turn, each a

@@ -16,7 +16,14 @@ from voice.conversation.bargein import Decision
 from voice.conversation.continuation import Answered, Heard, Joined
 from voice.conversation.session.playback import PlaybackAccounting
 from voice.conversation.turns import split_words
-from voice.events import Interrupted, Paused, Resumed, SpeechStart, TurnContinued
+from voice.events import (
+    Interrupted,
+    Paused,
+    Resumed,
+    SpeechStart,
+    TurnContinued,
+    TurnRestored,
+)
 
 # Words over a reply heard for over turn.continue_max_heard_ms join the turn on a partial
 # only from this many: the stop phrases have at most two.
@@ -157,27 +164,38 @@ class Interruptions(PlaybackAccounting):
         continued = TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
                                   reply_id=target.reply_id, heard_ms=target.heard_ms)  # fmt: skip
         if self._reply is not None:
-            self._joined[uid] = Joined(self._reply.user_text, self._playback.heard_text())
+            heard_text = self._playback.heard_text()
+            self._joined[uid] = Joined(self._reply.user_text, heard_text, previous, target.reply_id)
             onset = self.now_ms - self.listener.onset_run_ms
             self._barge_in(onset, remember=False, continued=continued)
         elif isinstance(target, Answered):  # over already: it leaves the history all the same
             self.history.take_back_turn(target.user_text, target.reply_text)
-            self._joined[uid] = Joined(target.user_text, target.reply_text)
+            self._joined[uid] = Joined(
+                target.user_text, target.reply_text, previous, target.reply_id
+            )
             self._answered = None
             self._emit(continued)
         self._spec_tries.pop(uid, None)
         self.end_of_turn.await_judgement()
         return True
 
-    def _joined_turn_stopped(self, joined: Joined | None, text: str) -> bool:
+    def _joined_turn_stopped(self, uid: int, joined: Joined | None, text: str) -> bool:
         """Whether ``text``, the final of the turn ``joined`` heard again with its
-        continuation, adds only a stop phrase to the turn (a first partial misheard the
-        "stop" and joined it): then the exchange goes back into the history as far as it
-        was heard, as a stop over the reply would have left it, and nothing more is said."""
-        if joined is None or not any(self._is_stop(a) for a in joined.added_words(text)):
+        continuation ``uid``, adds only a stop phrase to the turn (a first partial
+        misheard the "stop" and joined it): then the exchange goes back into the history
+        as far as it was heard, as a stop over the reply would have left it, nothing
+        more is said, and ``turn_restored`` tells the client to show it again."""
+        added = [] if joined is None else joined.added_words(text)
+        stop = next((words for words in added if self._is_stop(words)), None)
+        if joined is None or stop is None:
             return False
         if joined.heard_reply:
             self.history.add_turn(joined.user_text, joined.heard_reply)
+        restored = TurnRestored(audio_ms=self.now_ms, utterance_id=uid,
+                                continues=joined.continues, reply_id=joined.reply_id,
+                                user_text=joined.user_text, heard_text=joined.heard_reply,
+                                stop_text=stop)  # fmt: skip
+        self._emit(restored)
         return True
 
     def _reply_to_continue(self) -> Heard | None:

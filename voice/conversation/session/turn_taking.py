@@ -63,7 +63,7 @@ class TurnTaking(Speculation, Interruptions):
             self._decide(decision)
             if decision == "resume":
                 return  # a cough, a door, an "uh-huh": the reply goes on
-        if self._is_stop(event.text) or self._joined_turn_stopped(joined, event.text):
+        if self._is_stop(event.text) or self._joined_turn_stopped(uid, joined, event.text):
             self._cancel_spec("stop phrase")
             self._unanswered = ""
             return

@@ -1,0 +1,92 @@
+"""The page's conversation view (web/app.js), run in Node with the DOM stubbed: what it
+shows for a sequence of server messages is pure logic. The messages are the ones the
+session sends (their fields as in voice/events.py; the session's side of these
+sequences is in tests/unit/test_turn_continuation.py). The whole page in a real
+browser is in tests/browser."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shown(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(role, text, meta) of each turn the page shows after ``messages``."""
+    node = shutil.which("node")
+    assert node, "these tests need Node.js (Debian: apt-get install nodejs)"
+    done = subprocess.run(
+        [node, str(ROOT / "tests/web/app_harness.js"), str(ROOT / "web/app.js"),
+         json.dumps(messages)],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    return [(t["role"], t["text"], t["meta"]) for t in json.loads(done.stdout)]
+
+
+def final(uid: int, text: str) -> dict[str, Any]:
+    return {"type": "final", "utterance_id": uid, "text": text, "end_ms": 1000}
+
+
+def cut_reply(reply_id: int, uid: int, heard: str) -> list[dict[str, Any]]:
+    """A reply to ``uid`` that the user spoke over after hearing ``heard``."""
+    return [
+        {"type": "reply_start", "reply_id": reply_id, "utterance_id": uid},
+        {"type": "audio_chunk", "reply_id": reply_id, "text": heard, "duration_ms": 400},
+        {"type": "reply_end", "reply_id": reply_id, "text": f"{heard} and more.",
+         "heard_text": heard, "interrupted": True},
+    ]  # fmt: skip
+
+
+def continued(uid: int, continues: int, reply_id: int) -> dict[str, Any]:
+    return {"type": "turn_continued", "utterance_id": uid, "continues": continues,
+            "reply_id": reply_id, "heard_ms": 400}  # fmt: skip
+
+
+TURN = "Another engineer rushed toward the door to see."
+
+
+def test_a_continued_turn_replaces_the_fragment_and_its_cut_reply() -> None:
+    messages = [
+        final(1, "Hello."),
+        *cut_reply(1, 1, "Hi!")[:1],
+        {"type": "reply_end", "reply_id": 1, "text": "Hi!", "heard_text": "Hi!",
+         "interrupted": False},
+        final(2, TURN),
+        *cut_reply(2, 2, "Sure,"),
+        continued(3, 2, 2),
+        final(3, "Another engineer rushed toward the door to see what was happening."),
+        {"type": "reply_start", "reply_id": 3, "utterance_id": 3},
+    ]  # fmt: skip
+    assert shown(messages) == [
+        ("user", "Hello.", ""),
+        ("assistant", "Hi!", ""),  # an earlier exchange stays
+        ("user", "Another engineer rushed toward the door to see what was happening.", ""),
+        ("assistant", "…", ""),  # the reply to the whole turn, on its way
+    ]
+
+
+def test_a_stop_that_joined_the_turn_brings_the_exchange_back_as_heard() -> None:
+    """A first partial misheard "stop" as "Start." and joined the turn: the page took
+    the exchange off, then the whole turn's final ended in the stop. The server keeps
+    the exchange as far as it was heard (turn_restored); the page shows it again, and
+    the stop after it, not the whole turn as if it were a new question."""
+    messages = [
+        final(2, TURN),
+        *cut_reply(2, 2, "Sure,"),
+        continued(3, 2, 2),
+        final(3, f"{TURN} Stop."),
+        {"type": "turn_restored", "utterance_id": 3, "continues": 2, "reply_id": 2,
+         "user_text": TURN, "heard_text": "Sure,", "stop_text": "stop"},
+    ]  # fmt: skip
+    assert shown(messages) == [
+        ("user", TURN, ""),
+        ("assistant", "Sure, …", "interrupted"),
+        ("user", "Stop", ""),
+    ]
+    # Nothing of the reply heard: the turn and the stop, no reply.
+    messages[-1] = {**messages[-1], "heard_text": ""}
+    assert shown(messages) == [("user", TURN, ""), ("user", "Stop", "")]
