@@ -232,6 +232,20 @@ def test_room_tone_is_the_clips_own_quiet_not_digital_silence() -> None:
     assert 0.0005 < rms < 0.005
 
 
+def test_room_tone_of_a_clip_trimmed_close_to_its_words_holds_no_speech() -> None:
+    """A CMU Arctic clip has at most 0.15 s of quiet at its edges and between words:
+    any 0.3 s window holds a syllable. The tone must be the room's, not a loop of it."""
+    rng = np.random.default_rng(3)
+    parts = []
+    for _ in range(6):
+        parts.append(0.001 * rng.standard_normal(int(0.15 * RATE)))  # the room, -60 dB
+        parts.append(0.1 * np.sin(np.arange(int(0.4 * RATE)) * 2 * np.pi * 180 / RATE))
+    audio = np.concatenate(parts).astype(np.float32)
+    tone = room_tone(audio, 1.0)
+    assert len(tone) == RATE
+    assert float(np.sqrt(np.mean(tone**2))) < 0.0015  # the room's 0.001, not a syllable's
+
+
 def test_a_spliced_pause_is_a_gap_in_the_ground_truth(tmp_path: Path) -> None:
     audio = tone_words(WORDS, 3.0)
     assert len(splice(audio, 1.5, 1.0)) == len(audio) + RATE
