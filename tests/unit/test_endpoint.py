@@ -295,6 +295,23 @@ def test_a_word_too_long_for_its_sound_was_broken_off() -> None:
     assert (added.words, added.cut_off) == (1, False)
 
 
+def test_a_word_whisper_wrote_broken_off_says_the_speaker_stopped_inside_a_phrase() -> None:
+    from voice.listen.spoken import unspoken_tail
+    from voice.listen.whisper import WordTime
+
+    # "...Lord, but [1.0 s] I'm" heard at the pause as "Lord, wait a-", "a" aligned
+    # after the speech and the "-" a token of its own: dropped, but the turn was broken
+    # off, not finished.
+    said = [WordTime("Lord,", 0.20, 0.55, 0.9), WordTime("wait", 0.55, 0.84, 0.6)]
+    for tail in ([WordTime("a", 0.86, 1.20, 0.3), WordTime("-", 1.20, 1.20, 0.2)],
+                 [WordTime("a-", 0.86, 1.20, 0.3)]):  # fmt: skip
+        broken = unspoken_tail([*said, *tail], 0.86, 0.08)
+        assert (broken.words, broken.cut_off) == (1, True)
+    assert not unspoken_tail([*said, WordTime("-", 0.84, 0.9, 0.2)], 0.86, 0.08).cut_off
+    whole = unspoken_tail([*said, WordTime("again.", 0.86, 1.20, 0.3)], 0.86, 0.08)
+    assert (whole.words, whole.cut_off) == (1, False)  # a whole word: the decoder's ending
+
+
 def test_syllables_are_never_overcounted() -> None:
     from voice.listen.spoken import syllables
 

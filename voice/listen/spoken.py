@@ -12,7 +12,12 @@ its last words lie with where the speech stopped:
   "...being infected.", three syllables aligned to the 180 ms of "in". Nobody says a
   syllable in under ~80 ms (fast speech takes 150-200), so a word that had less than
   that for each of its syllables was broken off, or was a shorter word that the
-  decoder lengthened. Either way the speaker stopped inside a phrase.
+  decoder lengthened. Either way the speaker stopped inside a phrase;
+- a last word Whisper itself wrote broken off ("...Lord, wait a-" for "...Lord, but
+  [1.0 s]") says the same, wherever the alignment put it: the decoder's own endings
+  are whole words ("see.", "purpose."), and it marks a word as broken off only where
+  it heard the sound stop inside one. Dropped, it left "Lord, wait", which reads as
+  no more unfinished than a finished turn whose mark was dropped.
 
 Measured on the corpus's read sentences, passes as the listener sends them (to the
 audible end + 100 ms): of 87 cuts after a function word Whisper wrote words that were
@@ -37,6 +42,9 @@ SQUEEZED_WORD_S = 0.06
 # the speech, all three in one frame): nothing was said there.
 SQUEEZED_REACH_S = 0.2
 
+# How Whisper writes a word it heard broken off ("a-", "e-", "wh—").
+BROKEN_OFF = ("-", "—")
+
 _VOWEL_GROUPS = re.compile(r"[aeiouy]+")
 
 
@@ -46,7 +54,8 @@ class Unspoken:
 
     words: int = 0
     # The first of them was begun (it had at least one syllable's sound) but not said
-    # whole: the speaker stopped inside a word or a phrase, not at an end.
+    # whole, or Whisper wrote one of them broken off: the speaker stopped inside a word
+    # or a phrase, not at an end.
     cut_off: bool = False
 
 
@@ -76,13 +85,16 @@ def unspoken_tail(
     """The last words (punctuation aside) whose part before ``speech_end_s`` is shorter
     than ``slack_s`` for each of their syllables: words the decoder added after the
     speech stopped (one syllable: it starts within ``slack_s`` of the end, or later),
-    or a word too long for the sound it was given. A word squeezed into one frame or
-    two where the sound ends is real (the alignment ran out of frames for it).
+    or a word too long for the sound it was given (``cut_off``, as is a dropped word
+    written broken off, "a-"). A word squeezed into one frame or two where the sound
+    ends is real (the alignment ran out of frames for it).
     ``per_syllable`` False: ``slack_s`` for every word, however long (no word is found
     broken off). ``most``: no more words than this are dropped (the pass's words that
     are the caller's to drop)."""
     dropped = 0
     cut_off = False
+    # The pass ends in a word broken off: "a-", or "a" then a token "-" of its own.
+    broken = bool(timed) and timed[-1].word.strip().endswith(BROKEN_OFF)
     for word in reversed(timed):
         if not any(c.isalnum() for c in word.word):
             continue  # punctuation: it belongs to the word before it
@@ -97,6 +109,7 @@ def unspoken_tail(
             break
         dropped += 1
         cut_off = word.start_s < speech_end_s - slack_s  # begun, and only too short
+    cut_off = cut_off or (broken and dropped > 0)
     return Unspoken(dropped if most is None else min(most, dropped), cut_off)
 
 
