@@ -6,25 +6,16 @@ browser is in tests/browser."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from harness import run_in_node
 
 
 def shown(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     """(role, text, meta) of each turn the page shows after ``messages``."""
-    node = shutil.which("node")
-    assert node, "these tests need Node.js (Debian: apt-get install nodejs)"
-    done = subprocess.run(
-        [node, str(ROOT / "tests/web/app_harness.js"), str(ROOT / "web/app.js"),
-         json.dumps(messages)],
-        capture_output=True, text=True, check=True, timeout=60,
-    )  # fmt: skip
-    return [(t["role"], t["text"], t["meta"]) for t in json.loads(done.stdout)]
+    return [
+        (t["role"], t["text"], t["meta"]) for t in run_in_node("app_harness.js", "app.js", messages)
+    ]
 
 
 def final(uid: int, text: str) -> dict[str, Any]:

@@ -4,25 +4,15 @@ whole page in a real browser is in tests/browser."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from harness import run_in_node
+
 QUANTA_PER_S = 48000 // 128
 
 
 def run_worklet(steps: list[list[Any]]) -> list[dict[str, Any]]:
-    node = shutil.which("node")
-    assert node, "these tests need Node.js (Debian: apt-get install nodejs)"
-    done = subprocess.run(
-        [node, str(ROOT / "tests/web/worklet_harness.js"), str(ROOT / "web/playback-worklet.js"),
-         json.dumps(steps)],
-        capture_output=True, text=True, check=True, timeout=60,
-    )  # fmt: skip
-    return list(json.loads(done.stdout))
+    return list(run_in_node("worklet_harness.js", "playback-worklet.js", steps))
 
 
 def audio(reply_id: int, seconds: float) -> list[Any]:
