@@ -95,9 +95,8 @@ WEB_DIR = Path(__file__).resolve().parents[2] / "web"
 WS_PATH = "/ws"
 HELLO_TIMEOUT_S = 10.0
 MAX_ERRORS_IN_A_ROW = 50  # then the client is broken, not unlucky: close it
-SAVE_AFTER = frozenset(
-    {"reply_end", "turn_continued", "turn_restored"}
-)  # events that change the history
+# Events that change the history: the conversation is saved after each.
+SAVE_AFTER = frozenset({"reply_end", "turn_continued", "turn_restored"})
 
 
 @dataclass
