@@ -205,6 +205,40 @@ def test_a_stop_misheard_by_its_first_partial_still_stops_after_the_join() -> No
         assert restored["stop_text"] == "stop"
 
 
+class ButLostWhenHeardAgain(FakeAsr):
+    """A continuation (audio at 0.12) reads "But" on its own; heard again with the turn
+    it continues, the pass loses it (through the real models, "...paced up and down,
+    waiting, but [0.7 s] he" heard again as "...up and down, waiting.")."""
+
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        level = np.abs(audio)
+        if not ((level > 0.1) & (level < 0.15)).any():
+            return super().transcribe(audio, context, with_timestamps, final)
+        turn = audio[level > 0.27]
+        return super().transcribe(turn) if len(turn) else Transcription(words=["But"])
+
+
+def test_words_the_continuation_said_that_the_whole_turn_lost_are_kept() -> None:
+    """The turn as heard again would read finished, and be answered 500 ms into the
+    pause after "but"; with the continuation's own word kept it ends on "but", which
+    no turn ends on: waited out, and answered whole."""
+    turn = TurnConfig()
+    result, session = run(
+        [at(tone(1.0), 0.5), after(tone(0.3, 0.12), "reply_start", 0.1)],
+        asr=ButLostWhenHeardAgain(), turn=turn,
+    )  # fmt: skip
+    assert of(result, "turn_continued")
+    assert of(result, "final")[-1]["text"] == "one two three four five."  # "But" lost
+    answer = of(result, "reply_start")[-1]
+    assert answer["text"] == "one two three four five. But"
+    (end,) = [e for e in of(result, "speech_end") if e["utterance_id"] == answer["utterance_id"]]
+    assert answer["audio_ms"] - end["end_ms"] >= turn.incomplete_silence_ms
+    assert session.history.turns[0].content == "one two three four five. But"
+    # A whole turn heard again with words of its own keeps them, and gains none.
+    joined = Joined("one two.", "", 1, 1, went_on="But")
+    assert joined.with_lost_words("one two. But then three.") == "one two. But then three."
+
+
 def test_a_cough_over_a_barely_heard_reply_lets_it_play_on() -> None:
     result, _ = run([at(tone(1.0), 0.5), after(tone(0.1), "reply_start", 0.1)])
     assert not of(result, "turn_continued") and not of(result, "interrupted")

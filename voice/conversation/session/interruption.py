@@ -165,13 +165,15 @@ class Interruptions(PlaybackAccounting):
                                   reply_id=target.reply_id, heard_ms=target.heard_ms)  # fmt: skip
         if self._reply is not None:
             heard_text = self._playback.heard_text()
-            self._joined[uid] = Joined(self._reply.user_text, heard_text, previous, target.reply_id)
+            self._joined[uid] = Joined(
+                self._reply.user_text, heard_text, previous, target.reply_id, went_on=text
+            )
             onset = self.now_ms - self.listener.onset_run_ms
             self._barge_in(onset, remember=False, continued=continued)
         elif isinstance(target, Answered):  # over already: it leaves the history all the same
             self.history.take_back_turn(target.user_text, target.reply_text)
             self._joined[uid] = Joined(
-                target.user_text, target.reply_text, previous, target.reply_id
+                target.user_text, target.reply_text, previous, target.reply_id, went_on=text
             )
             self._answered = None
             self._emit(continued)

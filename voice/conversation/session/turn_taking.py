@@ -8,6 +8,8 @@ is answered, by the speculative reply if it guessed the same words, or by a new 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from voice.conversation.generation import Generation, Playback
 from voice.conversation.metrics import TurnRecord
 from voice.conversation.session.interruption import Interruptions
@@ -56,6 +58,8 @@ class TurnTaking(Speculation, Interruptions):
             return  # heard again with the turn it continues: that final is the one to answer
         self._continuation.forget(uid)
         joined = self._joined.pop(uid, None)  # heard again with its continuation: this is it
+        if joined is not None:
+            event = replace(event, text=joined.with_lost_words(event.text))
         decision = self._barge.on_final(uid, event.text, event.no_speech_prob)
         if decision is None and self._reply is not None and self._has_words(event.text):
             decision = "interrupt"  # one reply at a time: never two voices at once
