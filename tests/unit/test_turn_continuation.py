@@ -228,7 +228,8 @@ def test_words_the_continuation_said_that_the_whole_turn_lost_are_kept() -> None
         asr=ButLostWhenHeardAgain(), turn=turn,
     )  # fmt: skip
     assert of(result, "turn_continued")
-    assert of(result, "final")[-1]["text"] == "one two three four five."  # "But" lost
+    # The pass lost "But"; the turn's final, what the user is shown, keeps it.
+    assert of(result, "final")[-1]["text"] == "one two three four five. But"
     answer = of(result, "reply_start")[-1]
     assert answer["text"] == "one two three four five. But"
     (end,) = [e for e in of(result, "speech_end") if e["utterance_id"] == answer["utterance_id"]]

@@ -22,6 +22,9 @@ class TurnTaking(Speculation, Interruptions):
     """The listener's events in, the reply started (or not) out."""
 
     def _on_listener_event(self, event: Event) -> None:
+        joined = self._joined.get(event.utterance_id) if isinstance(event, Final) else None
+        if isinstance(event, Final) and joined is not None:  # the turn's words, all of them
+            event = replace(event, text=joined.with_lost_words(event.text))
         self._emit(event)
         if isinstance(event, SpeechStart):
             self._on_speech_start(event)
@@ -58,8 +61,6 @@ class TurnTaking(Speculation, Interruptions):
             return  # heard again with the turn it continues: that final is the one to answer
         self._continuation.forget(uid)
         joined = self._joined.pop(uid, None)  # heard again with its continuation: this is it
-        if joined is not None:
-            event = replace(event, text=joined.with_lost_words(event.text))
         decision = self._barge.on_final(uid, event.text, event.no_speech_prob)
         if decision is None and self._reply is not None and self._has_words(event.text):
             decision = "interrupt"  # one reply at a time: never two voices at once
