@@ -83,18 +83,14 @@ class Joined:
     reply_id: int  # the reply the join took away (-1: none had started)
     went_on: str = ""  # the continuation's own words, as heard when it joined
 
-    def lost_words(self, text: str) -> str:
-        """The continuation's own words where ``text``, the whole turn heard again, adds
-        no word to the turn: the pass over the whole turn lost them, and without them
-        the turn reads as it did when it was first answered. A short last word after a
-        pause goes that way: "...paced up and down, waiting, but [0.7 s] he" heard
-        again as "...waiting." (through the real models), answered 500 ms into the
-        pause. "" where the pass adds words of its own."""
-        return "" if self.added_words(text) else self.went_on.strip()
-
     def with_lost_words(self, text: str) -> str:
-        """``text`` with :meth:`lost_words` after it."""
-        lost = self.lost_words(text)
+        """``text``, the whole turn heard again, with the continuation's own words put
+        after it where it adds no word to the turn: the pass over the whole turn lost
+        them, and without them the turn reads as it did when it was first answered. A
+        short last word after a pause goes that way: "...paced up and down, waiting,
+        but [0.7 s] he" heard again as "...waiting." (through the real models),
+        answered 500 ms into the pause. A pass with words of its own is kept as it is."""
+        lost = "" if self.added_words(text) else self.went_on.strip()
         return f"{text.rstrip()} {lost}" if lost else text
 
     def added_words(self, text: str) -> list[str]:

@@ -243,6 +243,12 @@ class SessionBase:
     def _turn_text(self, text: str) -> str:
         return f"{self._unanswered} {text}".strip() if self._unanswered else text
 
+    def _whole_turn_text(self, uid: int, text: str) -> str:
+        """``text``, a pass over utterance ``uid``; for a turn heard again with its
+        continuation, with the continuation's words it lost (:meth:`Joined.with_lost_words`)."""
+        joined = self._joined.get(uid)
+        return text if joined is None else joined.with_lost_words(text)
+
     def _prompt(self, text: str) -> list[Message] | None:
         try:
             return self.history.prompt_for(text)

@@ -187,9 +187,10 @@ class Interruptions(PlaybackAccounting):
         misheard the "stop" and joined it): then the exchange goes back into the history
         as far as it was heard, as a stop over the reply would have left it, nothing
         more is said, and ``turn_restored`` tells the client to show it again."""
-        added = [] if joined is None else joined.added_words(text)
-        stop = next((words for words in added if self._is_stop(words)), None)
-        if joined is None or stop is None:
+        if joined is None:
+            return False
+        stop = next((words for words in joined.added_words(text) if self._is_stop(words)), None)
+        if stop is None:
             return False
         if joined.heard_reply:
             self.history.add_turn(joined.user_text, joined.heard_reply)

@@ -109,9 +109,7 @@ class Speculation(SessionBase):
             said, unspoken = spoken
             dropped, cut_off = unspoken.words > 0, unspoken.cut_off
             text = self._turn_text(said)
-        joined = self._joined.get(uid)  # a turn heard again: its pass may lose the last words
-        if joined is not None:
-            text = joined.with_lost_words(text)
+        text = self._whole_turn_text(uid, text)  # a turn heard again may lose its last words
         self.end_of_turn.judge(uid, text, eot, model_coming, dropped, cut_off)
 
     def _watch_user_resumed(self) -> None:

@@ -22,9 +22,8 @@ class TurnTaking(Speculation, Interruptions):
     """The listener's events in, the reply started (or not) out."""
 
     def _on_listener_event(self, event: Event) -> None:
-        joined = self._joined.get(event.utterance_id) if isinstance(event, Final) else None
-        if isinstance(event, Final) and joined is not None:  # the turn's words, all of them
-            event = replace(event, text=joined.with_lost_words(event.text))
+        if isinstance(event, Final):  # the turn's words, all of them
+            event = replace(event, text=self._whole_turn_text(event.utterance_id, event.text))
         self._emit(event)
         if isinstance(event, SpeechStart):
             self._on_speech_start(event)
