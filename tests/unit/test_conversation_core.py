@@ -578,12 +578,82 @@ def test_the_speakers_own_pace_sets_the_wait_after_finished_looking_words() -> N
     user = np.concatenate([tone(1.2), gap(0.9), tone(1.2), gap(0.7), tone(1.2)])
     continued = {}
     for pace in (False, True):
-        turn = TurnConfig(use_pace=pace, pace_min_pauses=1)
+        turn = TurnConfig(use_pace=pace, pace_min_pauses=1, patience_max_ms=0)
         result, _ = run([at(user, 0.5)], turn=turn)
         continued[pace] = len(of(result, "turn_continued"))
         (final,) = [e for e in of(result, "final") if e["text"]][-1:]
         assert final["text"].count(".") == 1  # answered as one turn either way
     assert continued[False] == 2 and continued[True] == 1
+
+
+def test_pauses_the_user_went_on_after_twice_are_waited_out_from_then_on() -> None:
+    """Replies started in the speaker's 0.9 s and 0.8 s pauses and they went on both
+    times: that is how they pause, and their next pause (0.7 s) is waited out. Without
+    the learned patience a reply starts in it too and the turn is joined three times."""
+    user = np.concatenate(
+        [tone(1.0), gap(0.9), tone(1.0), gap(0.8), tone(1.0), gap(0.7), tone(1.0)]
+    )
+    continued = {}
+    for most in (0, 1000):
+        result, _ = run([at(user, 0.5)], turn=TurnConfig(patience_max_ms=most))
+        continued[most] = len(of(result, "turn_continued"))
+        assert len(of(result, "reply_start")) == continued[most] + 1  # one answer at the end
+    assert continued[0] == 3 and continued[1000] == 2
+
+
+def test_the_learned_patience_relaxes_after_a_turn_that_ended_where_it_seemed_to() -> None:
+    """Learned from the first turn's 0.9 s pause (1000 ms; one join is enough here), it
+    waits out the second turn's 0.8 s pause; that turn is answered whole with no join,
+    so the patience relaxes to 750 ms, and the third turn's 0.8 s pause is taken again
+    (and joined)."""
+
+    def turn_with_pause(pause_s: float) -> np.ndarray:
+        return np.concatenate([tone(1.2), gap(pause_s), tone(1.2)])
+
+    turns = [
+        at(turn_with_pause(0.9), 0.5),
+        after(turn_with_pause(0.8), "reply_end", 1.0),
+        after(turn_with_pause(0.8), "reply_end", 1.0),
+    ]
+    result, session = run(turns, turn=TurnConfig(patience_after_joins=1))
+    joined = [e["continues"] for e in of(result, "turn_continued")]
+    starts = [e["utterance_id"] for e in of(result, "speech_start")]
+    assert len(starts) == 5  # the second turn is one utterance: its pause was waited out
+    assert joined == [starts[0], starts[3]]  # the first and third turns were joined
+    assert session.end_of_turn.patience_ms == 900  # learned again: 0.8 s and the margin
+
+
+def test_learned_patience_is_a_habit_bounded_and_relaxes_as_turns_end_where_they_seemed_to() -> (
+    None
+):
+    endpoint = EndpointConfig(end_silence_ms=600)
+    turn = TurnConfig(complete_silence_ms=500, patience_max_ms=1000, patience_margin_ms=100)
+    end = EndOfTurn(endpoint, turn, False)
+    end.observe_joined_pause(700)
+    end.judge(1, "It was clear.", None)
+    assert endpoint.end_silence_ms == 500  # one pause taken too soon: not yet a habit
+    end.observe_joined_pause(600)
+    end.judge(2, "It was clear.", None)
+    assert endpoint.end_silence_ms == 800  # two: the longer of them, and a margin
+    end.judge(3, "It was and", None)
+    assert endpoint.end_silence_ms == turn.incomplete_silence_ms  # never shorter
+    end.observe_joined_pause(2500)
+    assert end.patience_ms == 1000  # a long pause: at most patience_max_ms
+    waits = []
+    for _ in range(5):
+        end.turn_answered()
+        waits.append(end.patience_ms)
+    assert waits == [750, 625, 562, 531, 0]  # the extra halves, then is gone
+    end.observe_joined_pause(700)
+    assert end.patience_ms == 0  # ... and the joins are counted from none again
+    end.observe_joined_pause(800)
+    assert end.patience_ms == 900
+    end.forget_join()  # that join was a "stop" misheard as more of the turn
+    assert end.patience_ms == 0
+    off = EndOfTurn(EndpointConfig(), TurnConfig(patience_max_ms=0), False)
+    off.observe_joined_pause(900)
+    off.observe_joined_pause(900)
+    assert off.patience_ms == 0
 
 
 def test_pace_is_a_percentile_of_the_pauses_seen_and_bounded() -> None:

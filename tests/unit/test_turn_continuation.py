@@ -184,6 +184,7 @@ def test_a_stop_misheard_by_its_first_partial_still_stops_after_the_join() -> No
         result, session = run(
             [at(tone(1.0), 0.5), after(tone(0.6, 0.25), "reply_start", delay_s)],
             asr=StopFirstHeardAsStart(),
+            turn=TurnConfig(patience_after_joins=1),
         )
         assert of(result, "turn_continued")  # "Start." joined the turn on its first partial
         assert of(result, "final")[-1]["text"] == "one two three four five. stop."
@@ -203,6 +204,8 @@ def test_a_stop_misheard_by_its_first_partial_still_stops_after_the_join() -> No
         )  # fmt: skip
         assert (restored["user_text"], restored["heard_text"]) == (start["text"], heard)
         assert restored["stop_text"] == "stop"
+        # A stop is no pause of the user's: the join teaches the end of turn nothing.
+        assert session.end_of_turn.patience_ms == 0
 
 
 class ButLostWhenHeardAgain(FakeAsr):

@@ -93,6 +93,9 @@ MODES: dict[str, dict[str, Any]] = {
     "model": {"turn.use_model": True},
     "patient": {"turn.complete_silence_ms": 800},
     "pace": {"turn.use_pace": True},  # wait out this speaker's own pauses
+    # No patience learned from the pauses a reply was started in and the user went on.
+    "patience_off": {"turn.patience_max_ms": 0},
+    "patience_1_join": {"turn.patience_after_joins": 1},  # learned from the first join
     "merge_1500": {"turn.continue_max_heard_ms": 1500},  # merge over more of a reply
     # No late joins (on three words or the final, over continue_max_heard_ms of reply).
     "first_words_only": {"turn.continue_late_max_heard_ms": 0},

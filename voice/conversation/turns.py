@@ -33,6 +33,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from voice.audio.format import FRAME_MS
 from voice.listen.agreement import normalize_word
 from voice.listen.endpoint import EndpointConfig
 
@@ -131,6 +132,17 @@ class TurnConfig:
     pace_percentile: int = 75
     pace_min_pauses: int = 2
     pace_max_ms: int = 1500
+    # Patience learned from mistakes: a pause the user went on after, once a reply had
+    # started in it (the turn was joined), was not their turn's end. Once that has
+    # happened patience_after_joins times, finished-looking words are given the longest
+    # such pause and patience_margin_ms (at most patience_max_ms) before the turn ends;
+    # the extra over complete_silence_ms halves with each turn answered that the user
+    # did not go on after, and the count starts again once it is gone. Pace learns from
+    # every pause, this only from the ones the assistant took. One join was measured to
+    # cost every joined turn's end half a second (docs/turn-taking.md). 0: off.
+    patience_max_ms: int = 1000
+    patience_margin_ms: int = 100
+    patience_after_joins: int = 2
 
 
 # Reasons that say "more is coming" on the words alone: taken before the model's opinion.
@@ -254,6 +266,14 @@ class EndOfTurn:
     With ``turn.use_pace`` it also keeps the speaker's pauses (``observe_pause``): a
     speaker who pauses for 900 ms between clauses has not finished after 500 ms of
     silence, whatever the words look like.
+
+    And it learns from its mistakes (``observe_joined_pause``): pauses the assistant
+    took for the end, and the user went on after, say this speaker pauses that long
+    inside a turn. Once that is a habit (two such pauses by default, not one: a single
+    one cost every joined turn's end half a second and spared no cut-in on read
+    speech), their finished-looking words wait that long too, the way a person who has
+    spoken over someone twice gives them more time, and relax again as their turns end
+    where they seemed to (``turn_answered``).
     """
 
     def __init__(self, config: EndpointConfig, turn: TurnConfig, model_available: bool) -> None:
@@ -264,6 +284,9 @@ class EndOfTurn:
         self.model_available = model_available
         self._used: dict[int, int] = {}  # utterance id -> the silence its turn ended on
         self._pauses: deque[int] = deque(maxlen=PACE_PAUSES_KEPT)
+        self._learned_ms = 0  # the least wait after any words, learned from joins
+        self._joins = 0  # ... from this many of them
+        self._before_join = (0, 0)  # both before the last join (a stop may undo it)
 
     def await_judgement(self) -> None:
         """Speech (re)started: nothing is judged yet."""
@@ -292,7 +315,7 @@ class EndOfTurn:
         judged = judge_turn(text, eot_probability, self.turn, self.base_ms, ending_dropped, cut_off)
         if model_coming and eot_probability is None and judged.reason not in UNFINISHED:
             return
-        silence = max(judged.silence_ms, self.pace_ms() or 0)
+        silence = max(judged.silence_ms, self.pace_ms() or 0, self.patience_ms)
         self.config.end_silence_ms = silence
         self._used[utterance_id] = silence
 
@@ -301,6 +324,38 @@ class EndOfTurn:
         the turn did not end on, or one a continuation joined over)."""
         if silence_ms >= PACE_PAUSE_MS:
             self._pauses.append(silence_ms)
+
+    def observe_joined_pause(self, pause_ms: int) -> None:
+        """A reply started in a pause of ``pause_ms`` and the user went on after it: the
+        turn had not ended. Once this has happened ``turn.patience_after_joins`` times,
+        their words wait at least the longest such pause and the margin, up to
+        ``turn.patience_max_ms``."""
+        most = self.turn.patience_max_ms
+        if most > 0:
+            self._before_join = (self._learned_ms, self._joins)
+            self._joins += 1
+            learned = pause_ms + self.turn.patience_margin_ms
+            self._learned_ms = min(most, max(self._learned_ms, learned))
+
+    def forget_join(self) -> None:
+        """The last join was a "stop" misheard as more of the turn: what it taught goes."""
+        self._learned_ms, self._joins = self._before_join
+
+    def turn_answered(self) -> None:
+        """A turn that did not continue one the assistant took too soon is answered: the
+        learned patience's extra over the finished-turn wait halves, and once it is gone
+        (under a frame) the joins are counted from none again."""
+        extra = (self._learned_ms - self.turn.complete_silence_ms) // 2
+        if extra >= FRAME_MS:
+            self._learned_ms = self.turn.complete_silence_ms + extra
+        else:
+            self._learned_ms = self._joins = 0
+
+    @property
+    def patience_ms(self) -> int:
+        """The least wait after any words, learned from the turns joined (0: none, or
+        not yet joined often enough to be this speaker's habit)."""
+        return self._learned_ms if self._joins >= self.turn.patience_after_joins else 0
 
     def pace_ms(self) -> int | None:
         """The silence this speaker's own pauses ask for (None: pace off, or too few

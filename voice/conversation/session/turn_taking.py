@@ -76,6 +76,8 @@ class TurnTaking(Speculation, Interruptions):
             if lost and self._reply is None:
                 self._apologize()  # the user's words are lost: ask them to say it again
             return
+        if joined is None:  # a turn that ended where it seemed to (so far)
+            self.end_of_turn.turn_answered()
         text = self._turn_text(event.text)
         if self.before_reply is not None:
             answer = self._ask_application(text)
