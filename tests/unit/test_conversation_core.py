@@ -615,7 +615,7 @@ def test_the_learned_patience_relaxes_after_a_turn_that_ended_where_it_seemed_to
         after(turn_with_pause(0.8), "reply_end", 1.0),
         after(turn_with_pause(0.8), "reply_end", 1.0),
     ]
-    result, session = run(turns, turn=TurnConfig(patience_after_joins=1))
+    result, session = run(turns, turn=TurnConfig(patience_after_joins=1, patience_max_ms=1000))
     joined = [e["continues"] for e in of(result, "turn_continued")]
     starts = [e["utterance_id"] for e in of(result, "speech_start")]
     assert len(starts) == 5  # the second turn is one utterance: its pause was waited out

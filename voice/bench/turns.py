@@ -96,6 +96,7 @@ MODES: dict[str, dict[str, Any]] = {
     # No patience learned from the pauses a reply was started in and the user went on.
     "patience_off": {"turn.patience_max_ms": 0},
     "patience_1_join": {"turn.patience_after_joins": 1},  # learned from the first join
+    "patience_1000": {"turn.patience_max_ms": 1000},  # waits out pauses of up to 0.9 s
     "merge_1500": {"turn.continue_max_heard_ms": 1500},  # merge over more of a reply
     # No late joins (on three words or the final, over continue_max_heard_ms of reply).
     "first_words_only": {"turn.continue_late_max_heard_ms": 0},

@@ -139,8 +139,9 @@ class TurnConfig:
     # the extra over complete_silence_ms halves with each turn answered that the user
     # did not go on after, and the count starts again once it is gone. Pace learns from
     # every pause, this only from the ones the assistant took. One join was measured to
-    # cost every joined turn's end half a second (docs/turn-taking.md). 0: off.
-    patience_max_ms: int = 1000
+    # cost every joined turn's end half a second; at most 1000 spared no more cut-ins
+    # than 800 and cost those turns' ends 200 ms more (docs/turn-taking.md). 0: off.
+    patience_max_ms: int = 800
     patience_margin_ms: int = 100
     patience_after_joins: int = 2
 
