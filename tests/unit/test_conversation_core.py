@@ -623,36 +623,36 @@ def test_the_learned_patience_relaxes_after_a_turn_that_ended_where_it_seemed_to
     assert session.end_of_turn.patience_ms == 900  # learned again: 0.8 s and the margin
 
 
-def test_learned_patience_is_a_habit_bounded_and_relaxes_as_turns_end_where_they_seemed_to() -> (
-    None
-):
+def test_learned_patience_is_a_habit_bounded_and_relaxes() -> None:
+    """Learned from two joins, at most patience_max_ms, halving as turns end where they
+    seemed to, and undone by a join that was a misheard stop."""
     endpoint = EndpointConfig(end_silence_ms=600)
     turn = TurnConfig(complete_silence_ms=500, patience_max_ms=1000, patience_margin_ms=100)
     end = EndOfTurn(endpoint, turn, False)
-    end.observe_joined_pause(700)
+    end.observe_joined_pause(1, 700)
     end.judge(1, "It was clear.", None)
     assert endpoint.end_silence_ms == 500  # one pause taken too soon: not yet a habit
-    end.observe_joined_pause(600)
+    end.observe_joined_pause(2, 600)
     end.judge(2, "It was clear.", None)
     assert endpoint.end_silence_ms == 800  # two: the longer of them, and a margin
     end.judge(3, "It was and", None)
     assert endpoint.end_silence_ms == turn.incomplete_silence_ms  # never shorter
-    end.observe_joined_pause(2500)
+    end.observe_joined_pause(3, 2500)
     assert end.patience_ms == 1000  # a long pause: at most patience_max_ms
     waits = []
     for _ in range(5):
         end.turn_answered()
         waits.append(end.patience_ms)
     assert waits == [750, 625, 562, 531, 0]  # the extra halves, then is gone
-    end.observe_joined_pause(700)
+    end.observe_joined_pause(4, 700)
     assert end.patience_ms == 0  # ... and the joins are counted from none again
-    end.observe_joined_pause(800)
+    end.observe_joined_pause(5, 800)
     assert end.patience_ms == 900
-    end.forget_join()  # that join was a "stop" misheard as more of the turn
+    end.forget_join(5)  # that join was a "stop" misheard as more of the turn
     assert end.patience_ms == 0
     off = EndOfTurn(EndpointConfig(), TurnConfig(patience_max_ms=0), False)
-    off.observe_joined_pause(900)
-    off.observe_joined_pause(900)
+    off.observe_joined_pause(6, 900)
+    off.observe_joined_pause(7, 900)
     assert off.patience_ms == 0
 
 

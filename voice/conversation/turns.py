@@ -287,7 +287,9 @@ class EndOfTurn:
         self._pauses: deque[int] = deque(maxlen=PACE_PAUSES_KEPT)
         self._learned_ms = 0  # the least wait after any words, learned from joins
         self._joins = 0  # ... from this many of them
-        self._before_join = (0, 0)  # both before the last join (a stop may undo it)
+        # Both before the join that taught them last, and its utterance: a stop misheard
+        # as more of the turn undoes that join, and only that one.
+        self._before_join: tuple[int, int, int] | None = None
 
     def await_judgement(self) -> None:
         """Speech (re)started: nothing is judged yet."""
@@ -326,21 +328,25 @@ class EndOfTurn:
         if silence_ms >= PACE_PAUSE_MS:
             self._pauses.append(silence_ms)
 
-    def observe_joined_pause(self, pause_ms: int) -> None:
-        """A reply started in a pause of ``pause_ms`` and the user went on after it: the
-        turn had not ended. Once this has happened ``turn.patience_after_joins`` times,
-        their words wait at least the longest such pause and the margin, up to
-        ``turn.patience_max_ms``."""
+    def observe_joined_pause(self, utterance_id: int, pause_ms: int) -> None:
+        """A reply started in a pause of ``pause_ms`` and the user went on after it (in
+        utterance ``utterance_id``, joined to the turn): the turn had not ended. Once this
+        has happened ``turn.patience_after_joins`` times, their words wait at least the
+        longest such pause and the margin, up to ``turn.patience_max_ms``."""
         most = self.turn.patience_max_ms
         if most > 0:
-            self._before_join = (self._learned_ms, self._joins)
+            self._before_join = (utterance_id, self._learned_ms, self._joins)
             self._joins += 1
             learned = pause_ms + self.turn.patience_margin_ms
             self._learned_ms = min(most, max(self._learned_ms, learned))
 
-    def forget_join(self) -> None:
-        """The last join was a "stop" misheard as more of the turn: what it taught goes."""
-        self._learned_ms, self._joins = self._before_join
+    def forget_join(self, utterance_id: int) -> None:
+        """The join of ``utterance_id`` was a "stop" misheard as more of the turn: what it
+        taught goes (nothing, if it taught nothing: no pause was known, or another join
+        has taught since)."""
+        if self._before_join is not None and self._before_join[0] == utterance_id:
+            _, self._learned_ms, self._joins = self._before_join
+            self._before_join = None
 
     def turn_answered(self) -> None:
         """A turn that did not continue one the assistant took too soon is answered: the

@@ -161,7 +161,7 @@ class Interruptions(PlaybackAccounting):
             return False
         if pause is not None:  # the turn went on after this pause: one of the user's own,
             self.end_of_turn.observe_pause(round(pause))
-            self.end_of_turn.observe_joined_pause(round(pause))  # and one taken too soon
+            self.end_of_turn.observe_joined_pause(uid, round(pause))  # and one taken too soon
         continued = TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
                                   reply_id=target.reply_id, heard_ms=target.heard_ms)  # fmt: skip
         if self._reply is not None:
@@ -200,7 +200,7 @@ class Interruptions(PlaybackAccounting):
                                 user_text=joined.user_text, heard_text=joined.heard_reply,
                                 stop_text=stop)  # fmt: skip
         self._emit(restored)
-        self.end_of_turn.forget_join()  # the user stopped the reply: no pause of theirs
+        self.end_of_turn.forget_join(uid)  # the user stopped the reply: no pause of theirs
         return True
 
     def _reply_to_continue(self) -> Heard | None:
