@@ -124,8 +124,8 @@ class TurnConfig:
     # continue_max_heard_ms: "Amenities." (0.9 s) to "...than his [2 s] matter" was over
     # when the user went on. False: only speech over a live reply continues the turn.
     continue_after_short_reply: bool = True
-    # The speaker's own pace: after finished-looking words, wait at least as long as
-    # pace_percentile of this speaker's pauses inside their speech so far (once
+    # The speaker's own pace: any shorter wait is raised to pace_percentile of this
+    # speaker's pauses inside their speech so far (once
     # pace_min_pauses were seen; at most pace_max_ms). Off by default: measured in
     # docs/turn-taking.md (voice bench turns --modes pace).
     use_pace: bool = False
