@@ -623,6 +623,18 @@ def test_the_learned_patience_relaxes_after_a_turn_that_ended_where_it_seemed_to
     assert session.end_of_turn.patience_ms == 900  # learned again: 0.8 s and the margin
 
 
+def test_a_new_visitor_is_not_given_the_patience_the_last_one_taught() -> None:
+    """Replies started in the speaker's 0.9 s and 0.8 s pauses and they went on both
+    times, so their finished-looking words wait longer; the kiosk's next visitor
+    (Session.reset) starts from the plain wait."""
+    user = np.concatenate([tone(1.0), gap(0.9), tone(1.0), gap(0.8), tone(1.0)])
+    result, session = run([at(user, 0.5)])
+    assert len(of(result, "turn_continued")) == 2
+    assert session.end_of_turn.patience_ms == TurnConfig().patience_max_ms
+    session.reset()
+    assert session.end_of_turn.patience_ms == 0
+
+
 def test_learned_patience_is_a_habit_bounded_and_relaxes() -> None:
     """Learned from two joins, at most patience_max_ms, halving as turns end where they
     seemed to, and undone by a join that was a misheard stop."""
@@ -650,6 +662,12 @@ def test_learned_patience_is_a_habit_bounded_and_relaxes() -> None:
     assert end.patience_ms == 900
     end.forget_join(5)  # that join was a "stop" misheard as more of the turn
     assert end.patience_ms == 0
+    end.observe_joined_pause(6, 900)
+    end.observe_joined_pause(7, 900)
+    end.forget_speaker()  # someone else speaks now
+    assert end.patience_ms == 0
+    end.observe_joined_pause(8, 900)
+    assert end.patience_ms == 0  # ... and one join is not their habit yet
     off = EndOfTurn(EndpointConfig(), TurnConfig(patience_max_ms=0), False)
     off.observe_joined_pause(6, 900)
     off.observe_joined_pause(7, 900)
@@ -672,6 +690,8 @@ def test_pace_is_a_percentile_of_the_pauses_seen_and_bounded() -> None:
     end.observe_pause(5000)
     end.observe_pause(5000)
     assert end.pace_ms() == 1200
+    end.forget_speaker()  # someone else speaks now: their pace is not known yet
+    assert end.pace_ms() is None
     off = EndOfTurn(EndpointConfig(), TurnConfig(), False)
     off.observe_pause(900)
     off.observe_pause(900)

@@ -358,6 +358,13 @@ class EndOfTurn:
         else:
             self._learned_ms = self._joins = 0
 
+    def forget_speaker(self) -> None:
+        """Someone else speaks now (a kiosk's next visitor: ``Session.reset``): how the
+        last speaker paused, their pace and the patience they taught, is not theirs."""
+        self._pauses.clear()
+        self._learned_ms = self._joins = 0
+        self._before_join = None
+
     @property
     def patience_ms(self) -> int:
         """The least wait after any words, learned from the turns joined (0: none, or

@@ -110,9 +110,11 @@ class Session(TurnTaking):
 
     def reset(self) -> None:
         """Forget the conversation (a kiosk's next visitor): the reply stops, history and
-        every carried-over word (an unanswered turn, pre-filled words) are dropped."""
+        every carried-over word (an unanswered turn, pre-filled words) are dropped, and so
+        is what the end of turn learned of the last speaker's pauses."""
         self.stop_reply()
         self.history.clear()
+        self.end_of_turn.forget_speaker()
         self._unanswered = ""
         self._prefilled = False
         self._prefilled_words = ""
