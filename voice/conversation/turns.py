@@ -125,9 +125,9 @@ class TurnConfig:
     # when the user went on. False: only speech over a live reply continues the turn.
     continue_after_short_reply: bool = True
     # The speaker's own pace: any shorter wait is raised to pace_percentile of this
-    # speaker's pauses inside their speech so far (once
-    # pace_min_pauses were seen; at most pace_max_ms). Off by default: measured in
-    # docs/turn-taking.md (voice bench turns --modes pace).
+    # speaker's pauses inside their speech so far (once pace_min_pauses were seen; at
+    # most pace_max_ms). Off by default: measured in docs/turn-taking.md (voice bench
+    # turns --modes pace).
     use_pace: bool = False
     pace_percentile: int = 75
     pace_min_pauses: int = 2
