@@ -330,9 +330,11 @@ class EndOfTurn:
 
     def observe_joined_pause(self, utterance_id: int, pause_ms: int) -> None:
         """A reply started in a pause of ``pause_ms`` and the user went on after it (in
-        utterance ``utterance_id``, joined to the turn): the turn had not ended. Once this
-        has happened ``turn.patience_after_joins`` times, their words wait at least the
-        longest such pause and the margin, up to ``turn.patience_max_ms``."""
+        utterance ``utterance_id``, joined to the turn): the turn had not ended, and the
+        pause was one of theirs (``observe_pause``). Once this has happened
+        ``turn.patience_after_joins`` times, their words wait at least the longest such
+        pause and the margin, up to ``turn.patience_max_ms``."""
+        self.observe_pause(pause_ms)
         most = self.turn.patience_max_ms
         if most > 0:
             self._before_join = (utterance_id, self._learned_ms, self._joins)

@@ -159,9 +159,8 @@ class Interruptions(PlaybackAccounting):
         rejoin = self.listener.rehear if ended else self.listener.join
         if not rejoin(uid, previous):
             return False
-        if pause is not None:  # the turn went on after this pause: one of the user's own,
-            self.end_of_turn.observe_pause(round(pause))
-            self.end_of_turn.observe_joined_pause(uid, round(pause))  # and one taken too soon
+        if pause is not None:  # the turn went on after a pause the assistant took too soon
+            self.end_of_turn.observe_joined_pause(uid, round(pause))
         continued = TurnContinued(audio_ms=self.now_ms, utterance_id=uid, continues=previous,
                                   reply_id=target.reply_id, heard_ms=target.heard_ms)  # fmt: skip
         if self._reply is not None:
