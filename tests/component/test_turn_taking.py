@@ -31,8 +31,10 @@ def engines() -> Engines:
     return load_engines(settings())
 
 
-def converse(engines: Engines, turns: list[ScriptTurn]) -> tuple[SimulationResult, Session]:
-    session = build_session(settings(), engines)
+def converse(
+    engines: Engines, turns: list[ScriptTurn], config: Settings | None = None
+) -> tuple[SimulationResult, Session]:
+    session = build_session(config or settings(), engines)
     return simulate(Script(turns), session, engines), session
 
 
@@ -175,6 +177,36 @@ def test_a_meeting_turn_is_cut_in_on_at_most_once(engines: Engines) -> None:
     row = run_item(item, settings(), engines)
     assert row["mid_turn_pauses"] >= 5
     assert row["cut_ins"] <= 1, row.get("timeline")
+
+
+def test_a_pause_after_a_drawn_out_word_is_waited_out(engines: Engines) -> None:
+    """A spontaneous monologue (the corpus's MFA recording): "we're just saying some
+    wooords [1.16 s] and here's some more words". Whisper hears "We're just saying some
+    words.", a whole sentence; only the voice held at one pitch for half a second says
+    the speaker was still going. The same audio with the held voice not heard is cut in
+    on: the rule is what waits."""
+    from pathlib import Path
+
+    from voice.audio import read_wav
+
+    path = Path(__file__).parents[1] / "corpus" / "conversation" / "mfa_acoustic_corpus.wav"
+    start_s, held_end_s, resumed_s, end_s = 14.6, 17.19, 18.35, 21.05  # its TextGrid
+    audio = read_wav(path)[int(start_s * 16000) : int(end_s * 16000)]
+    turn = [ScriptTurn(audio=audio, name="mfa-acoustic", at_s=0.5)]
+
+    def replies_in_pause(config: Settings) -> tuple[SimulationResult, list[dict[str, Any]]]:
+        result, _ = converse(engines, turn, config)
+        pause_ms = [(0.5 + s - start_s) * 1000 for s in (held_end_s, resumed_s)]
+        starts = of(result, "reply_start")
+        return result, [e for e in starts if pause_ms[0] < e["audio_ms"] < pause_ms[1]]
+
+    result, early = replies_in_pause(settings())
+    assert not early, early
+    answered = words(of(result, "reply_start")[-1]["text"])
+    assert "some words and" in answered and "more words" in answered
+    not_heard = settings()
+    not_heard.turn.held_sound_ms = 0
+    assert replies_in_pause(not_heard)[1]
 
 
 def test_the_first_turn_is_as_fast_as_the_second() -> None:

@@ -66,7 +66,7 @@ def test_each_wait_is_scored_by_the_pauses_longer_than_it_and_the_ends() -> None
         {"end": True, "gap_s": None, "live_spoken": "I went home."},
     ]
     for row in rows:
-        row.update(live_dropped=0, live_cut_off=False)
+        row.update(live_dropped=0, live_cut_off=False, live_held_s=0.0)
     out = waits(rows, Settings())
     assert out["500/1000"]["pauses_taken"] == 3  # the 3 s pause outlasts even 2 s
     assert out["500/1500"]["pauses_taken"] == 2
@@ -113,11 +113,11 @@ def test_its_report_has_a_row_per_set_and_entry_and_leaves_out_what_was_not_meas
     rows = [
         {"end": False, "rule": "complete", "eot": 0.0, "eot_bare": 0.0, "live_rule": "complete",
          "live_dropped": 0, "live_cut_off": False, "live_last_p": 0.9, "live_last_past_s": 0.0,
-         "live_spoken": "I went home.", "gap_s": 0.8, "pitch_final_st": -4.0,
+         "live_held_s": 0.0, "live_spoken": "I went home.", "gap_s": 0.8, "pitch_final_st": -4.0,
          "pitch_final_db": -7.0},
         {"end": True, "rule": "complete", "eot": 0.3, "eot_bare": 0.1, "live_rule": "complete",
          "live_dropped": 0, "live_cut_off": False, "live_last_p": 0.9, "live_last_past_s": 0.0,
-         "live_spoken": "Then I slept.", "gap_s": None, "pitch_final_st": 0.0,
+         "live_held_s": 0.0, "live_spoken": "Then I slept.", "gap_s": None, "pitch_final_st": 0.0,
          "pitch_final_db": 0.0},
     ]  # fmt: skip
     summary = summarize(rows)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voice.bench.intonation import final_contour, pitch_track
+from voice.bench.intonation import final_contour
+from voice.listen.pitch import pitch_track
 
 RATE = 16000
 

@@ -45,6 +45,7 @@ from voice.bench.turnsets import SETS, Word, build_set, decision_points, whisper
 from voice.config import Settings
 from voice.conversation.turns import COMPLETE_PUNCTUATION, judge_turn
 from voice.errors import ConfigError
+from voice.listen.pitch import held_sound_s
 from voice.listen.spoken import spoken_part, unspoken_tail
 from voice.listen.whisper import WhisperEngine
 from voice.stats import p50_p95, percentile
@@ -96,7 +97,11 @@ def live_pass(
     dropped = unspoken.words
     base_ms = settings.vad.end_silence_ms
     spoken = spoken_part(text, dropped)
-    judged = judge_turn(spoken, None, settings.turn, base_ms, dropped > 0, unspoken.cut_off)
+    stop = int(at_s * SAMPLE_RATE)  # as the listener's pass: the pause it runs on into too
+    held_s = held_sound_s(audio[:stop], audio[stop : int((at_s + tail_s) * SAMPLE_RATE)])
+    held_ms = settings.turn.held_sound_ms
+    held = held_ms > 0 and held_s * 1000.0 >= held_ms
+    judged = judge_turn(spoken, None, settings.turn, base_ms, dropped > 0, unspoken.cut_off, held)
     said = [w for w in result.timed_words if any(c.isalnum() for c in w.word)]
     last = said[-1] if said else None
     return {
@@ -105,6 +110,7 @@ def live_pass(
         "live_rule": judged.reason,
         "live_dropped": dropped,
         "live_cut_off": unspoken.cut_off,
+        "live_held_s": round(held_s, 3),
         "live_last_p": round(last.probability, 3) if last else None,
         "live_last_past_s": round(last.end_s - pause_s, 3) if last else None,
         "live_tail": [
@@ -216,6 +222,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "live_complete": lambda r: r["live_rule"] == "complete",
         "live_dropped": lambda r: r["live_dropped"] > 0,
         "live_cut_off": lambda r: r["live_cut_off"],
+        "live_held": lambda r: r["live_rule"] == "held",
         "live_unsure_last": lambda r: (
             r["live_rule"] == "complete" and (r["live_last_p"] or 0.0) < UNSURE_WORD
         ),
@@ -313,6 +320,7 @@ def waits(rows: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
                 settings.vad.end_silence_ms,
                 r["live_dropped"] > 0,
                 r["live_cut_off"],
+                0 < turn.held_sound_ms <= r["live_held_s"] * 1000.0,
             ).silence_ms
             if r["end"]:
                 at_ends.append(wait)
@@ -370,8 +378,8 @@ def format_table(report: dict[str, Any]) -> str:
         "",
         "| set | the listener's pass: judged complete, pauses / ends | the guard dropped "
         "words | of them, a word broken off | of its complete: last word p < "
-        f"{UNSURE_WORD} | last word runs on > {RUNS_ON_S} s |",
-        "| --- | --- | --- | --- | --- | --- |",
+        f"{UNSURE_WORD} | last word runs on > {RUNS_ON_S} s | a voice held (a filler) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, row in report["sets"].items():
         cells = [
@@ -382,6 +390,7 @@ def format_table(report: dict[str, Any]) -> str:
                 "live_cut_off",
                 "live_unsure_last",
                 "live_runs_on",
+                "live_held",
             )
         ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")

@@ -83,6 +83,7 @@ TEXT_ONLY: dict[str, Any] = {
     "turn.continue_turns": False,
     "turn.incomplete_silence_ms": 1200,
     "turn.filler_silence_ms": 1200,
+    "turn.held_sound_ms": 0,
 }
 MODES: dict[str, dict[str, Any]] = {
     "default": {},
@@ -104,6 +105,8 @@ MODES: dict[str, dict[str, Any]] = {
     # Words Whisper gave no closing mark: 1000 ms is the default; off, they wait
     # vad.end_silence_ms like any words not judged.
     "unpunctuated_off": {"turn.unpunctuated_silence_ms": 0},
+    "held_off": {"turn.held_sound_ms": 0},  # a voice held level at the pause is not a filler
+    "unpunctuated_800": {"turn.unpunctuated_silence_ms": 800},
     "unpunctuated_1000": {"turn.unpunctuated_silence_ms": 1000},
     "unpunctuated_1500": {"turn.unpunctuated_silence_ms": 1500},
     "fixed": {"turn.use_text": False, "turn.use_model": False, "vad.end_silence_ms": 600},

@@ -84,6 +84,12 @@ class TurnConfig:
     incomplete_silence_ms: int = 2000
     filler_silence_ms: int = 2500  # "um", "uh": the speaker is still searching
     fillers: str = FILLERS  # space-separated
+    # A voice held at one pitch this long where the speech stopped is a filler ("uhh")
+    # or a drawn-out word ("annnd"), which Whisper does not write: it waits like a
+    # filler, whatever the words (voice.listen.pitch). No turn end of the corpus held
+    # its last sound over 190 ms; 5 of 70 conversational pauses held it 250 ms or more.
+    # 0: off.
+    held_sound_ms: int = 250
     numbers_silence_ms: int = 800  # numbers read out: a phone number, a code, counting
     # Words Whisper ended with no mark at all (no ".", "?", "!", nor ","): it did not hear
     # them end. voice bench turns (docs/turn-taking.md): conversational cut-ins 6.7 -> 4.0
@@ -147,13 +153,14 @@ class TurnConfig:
 
 
 # Reasons that say "more is coming" on the words alone: taken before the model's opinion.
-UNFINISHED = ("incomplete", "cut_off")
+UNFINISHED = ("incomplete", "cut_off", "held")
 
 
 @dataclass(frozen=True)
 class TurnJudgement:
     silence_ms: int
-    # "complete", "incomplete", "cut_off", "filler", "numbers", "unpunctuated" or "unsure"
+    # "complete", "incomplete", "cut_off", "held", "filler", "numbers", "unpunctuated"
+    # or "unsure"
     reason: str
 
 
@@ -164,13 +171,18 @@ def judge_turn(
     base_ms: int,
     ending_dropped: bool = False,
     cut_off: bool = False,
+    held: bool = False,
 ) -> TurnJudgement:
     """The silence to wait for after ``text`` before the turn ends (``base_ms`` when
     neither signal says "done" nor "more to come": the ``vad.end_silence_ms``).
     ``ending_dropped``: the last words Whisper wrote, and its last mark, were dropped
     as unspoken, so a missing mark says nothing of what it heard. ``cut_off``: the
     first of them was begun but given too little sound to be said whole
-    (``voice.listen.spoken``): the speaker stopped inside a word or a phrase."""
+    (``voice.listen.spoken``): the speaker stopped inside a word or a phrase. ``held``:
+    the voice was held at one pitch for ``turn.held_sound_ms`` where it stopped, a
+    filler whatever the words say."""
+    if held:
+        return TurnJudgement(config.filler_silence_ms, "held")
     if config.use_text and cut_off:
         return TurnJudgement(config.incomplete_silence_ms, "cut_off")
     stripped = text.strip()
@@ -306,6 +318,7 @@ class EndOfTurn:
         model_coming: bool = False,
         ending_dropped: bool = False,
         cut_off: bool = False,
+        held: bool = False,
     ) -> None:
         """The words of the pause, and the model's opinion once it has one.
 
@@ -313,9 +326,11 @@ class EndOfTurn:
         still say "not finished", so only "incomplete" is taken before it. Where none
         will come (no reply was prepared for the words, or asking failed), the words
         are judged alone: waiting for it would hold the turn to the longest silence.
-        ``ending_dropped``, ``cut_off``: see :func:`judge_turn`.
+        ``ending_dropped``, ``cut_off``, ``held``: see :func:`judge_turn`.
         """
-        judged = judge_turn(text, eot_probability, self.turn, self.base_ms, ending_dropped, cut_off)
+        judged = judge_turn(
+            text, eot_probability, self.turn, self.base_ms, ending_dropped, cut_off, held
+        )
         if model_coming and eot_probability is None and judged.reason not in UNFINISHED:
             return
         silence = max(judged.silence_ms, self.pace_ms() or 0, self.patience_ms)

@@ -123,6 +123,17 @@ class TranscribeRequest:
     end_sample: int
     final: bool  # covers all the audio the final transcript needs
     live: bool = False  # a partial while the user speaks (not during a pause or after)
+    # A final pass: where the speech stopped (absolute sample), so the pass can also
+    # measure the voice held there (``voice.listen.pitch``); -1 otherwise.
+    speech_end_sample: int = -1
+
+    def split_at_pause(self) -> tuple[Float32Array, Float32Array] | None:
+        """A final pass's audio up to where the speech stopped, and the rest (the pause
+        the pass runs on into); None for other passes."""
+        if not self.final or self.speech_end_sample < 0:
+            return None
+        stop = max(0, self.speech_end_sample - (self.end_sample - len(self.audio)))
+        return self.audio[:stop], self.audio[stop:]
 
 
 @dataclass
@@ -141,6 +152,7 @@ class _Utterance:
     final_result: tuple[int, list[str], Transcription] | None = None  # (end, words, pass)
     finished: bool = False
     unspoken: Unspoken = NOTHING_UNSPOKEN  # last words of final_result the audio lacks
+    held_s: float = 0.0  # the voice held at one pitch where final_result's speech stopped
     first_request: int = 0  # results of passes asked before a join describe other audio
     # Passes over the buffer up to a pause: (their end, the words said in them), for a
     # cut where Whisper closes no segment (``_pause_cut``). Emptied by every trim.
@@ -300,6 +312,15 @@ class Listener:
             return None if text is None else (text, NOTHING_UNSPOKEN)
         return (spoken_part(text, utt.unspoken.words), utt.unspoken)
 
+    def held_before_pause(self, utterance_id: int) -> float:
+        """How long the voice was held at one pitch where it stopped before this pause
+        (``voice.listen.pitch``): a filler Whisper does not write. 0.0 until a pass
+        covers the pause."""
+        if self.prefetched_final(utterance_id) is None:
+            return 0.0
+        utt = self._current()
+        return 0.0 if utt is None else utt.held_s
+
     def prefetched_final(self, utterance_id: int) -> str | None:
         """The open utterance's transcript if a pass already covers everything its final
         needs (the user has paused): what the final will say unless they speak on."""
@@ -432,6 +453,7 @@ class Listener:
             end_sample=end,
             final=end >= utt.final_end(self._tail),
             live=live,
+            speech_end_sample=utt.last_speech_end,
         )
         self._next_request_id += 1
         self._before_in_flight = (utt, utt.last_pass_end)
@@ -478,6 +500,7 @@ class Listener:
             utt.unspoken = unspoken_tail(
                 result.timed_words, speech_end_s, slack_s, per_syllable, most=len(words)
             )
+            utt.held_s = result.held_s
             if (
                 self.config.trim_in_pauses
                 and audio_start == utt.start_sample
@@ -641,4 +664,5 @@ class Listener:
         utt.last_pass_end = -1
         utt.final_result = None
         utt.unspoken = NOTHING_UNSPOKEN
+        utt.held_s = 0.0
         utt.first_request = self._next_request_id

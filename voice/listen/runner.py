@@ -10,6 +10,7 @@ and runs recognition on a worker thread, as a device transport does.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +22,7 @@ import numpy.typing as npt
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.events import Event
 from voice.listen.listener import Listener, TranscribeRequest
+from voice.listen.pitch import held_sound_s
 from voice.listen.whisper import Transcription
 
 Float32Array = npt.NDArray[np.float32]
@@ -40,21 +42,30 @@ class Recognizer(Protocol):
 
 def run_pass(engine: Recognizer, request: TranscribeRequest) -> Transcription:
     """One pass; a pass that covers a pause also times its words, where the engine can
-    (``times_words``): what the end-of-turn judgement reads."""
+    (``times_words``), and measures the voice held where the speech stopped (a few ms
+    of numpy): what the end-of-turn judgement reads. Both count as the pass's compute."""
     if request.final and getattr(engine, "times_words", False):
-        return engine.transcribe(  # type: ignore[call-arg]
+        result = engine.transcribe(  # type: ignore[call-arg]
             request.audio,
             context=request.context,
             with_timestamps=request.with_timestamps,
             final=True,
             word_timing=True,
         )
-    return engine.transcribe(
-        request.audio,
-        context=request.context,
-        with_timestamps=request.with_timestamps,
-        final=request.final,
-    )
+    else:
+        result = engine.transcribe(
+            request.audio,
+            context=request.context,
+            with_timestamps=request.with_timestamps,
+            final=request.final,
+        )
+    split = request.split_at_pause()
+    if split is None:
+        return result
+    started = time.perf_counter()
+    held_s = held_sound_s(*split)
+    spent_ms = (time.perf_counter() - started) * 1000.0
+    return dataclasses.replace(result, held_s=held_s, compute_ms=result.compute_ms + spent_ms)
 
 
 def _input_frames(audio: Float32Array, drain_s: float) -> Iterator[Float32Array]:

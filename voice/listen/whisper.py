@@ -102,6 +102,7 @@ class Transcription:
     no_speech_prob: float = 0.0
     avg_logprob: float = 0.0
     timed_words: list[WordTime] = field(default_factory=list)  # timed passes only
+    held_s: float = 0.0  # a final pass: the voice held level where the speech stopped
 
 
 TAIL_LOOP_STRAYS = 5  # a loop's tail may hold one other word in this many
