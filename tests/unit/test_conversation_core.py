@@ -309,6 +309,19 @@ def test_a_word_broken_off_before_the_pause_is_waited_out() -> None:
     assert judge_turn("the lower case", None, text_off, 600, True, True).silence_ms == 600
 
 
+def test_a_voice_held_where_it_stopped_waits_as_a_filler_whatever_the_words() -> None:
+    """ "...in the original one. uhh [pause]": Whisper wrote no "uh", but the voice was
+    held at one pitch where it stopped (``voice.listen.pitch``)."""
+    config = TurnConfig()
+    held = judge_turn("I did not say in the original one.", None, config, 600, held=True)
+    assert (held.reason, held.silence_ms) == ("held", config.filler_silence_ms)
+    assert judge_turn("What time is it?", None, config, 600, held=True).reason == "held"
+    assert judge_turn("the original one.", None, config, 600).reason == "complete"
+    end = EndOfTurn(EndpointConfig(), config, model_available=True)
+    end.judge(1, "the original one.", None, model_coming=True, held=True)  # not left for it
+    assert end.config.end_silence_ms == config.filler_silence_ms
+
+
 def test_a_sure_end_of_turn_shortens_the_wait() -> None:
     results = {}
     for eot in (0.9, 0.0001):

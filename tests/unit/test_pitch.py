@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voice.bench.turnsets import TurnItem, build_conversation, build_set, decision_points
 from voice.listen.pitch import held_sound_s
 
 RATE = 16000
@@ -68,18 +69,16 @@ CONVERSATION = Path(__file__).parents[1] / "corpus" / "conversation"
 
 
 @pytest.fixture(scope="module")
-def turns() -> list:  # type: ignore[type-arg]
-    from voice.bench.turnsets import build_conversation, build_set
-
+def turns() -> list[TurnItem]:
     return build_conversation(CONVERSATION) + build_set("pairs") + build_set("pairs_noisy")
 
 
-def test_the_corpus_fillers_are_held_and_no_turn_ends_on_a_held_voice(turns: list) -> None:  # type: ignore[type-arg]
+def test_the_corpus_fillers_are_held_and_no_turn_ends_on_a_held_voice(
+    turns: list[TurnItem],
+) -> None:
     """Every turn end of the conversations and of the read pairs (quiet, or under a tap,
-    a bike, jazz or Brahms) ends on a voice that moves (or none); the spontaneous monologues' "uh [1.33 s]" and drawn-out
-    "...some words [1.16 s]" are held."""
-    from voice.bench.turnsets import decision_points
-
+    a bike, jazz or Brahms) ends on a voice that moves (or none); the spontaneous
+    monologues' "uh [1.33 s]" and drawn-out "...some words [1.16 s]" are held."""
     held = {}
     for item in turns:
         for at_s, is_end in decision_points(item):

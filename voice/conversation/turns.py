@@ -85,10 +85,10 @@ class TurnConfig:
     filler_silence_ms: int = 2500  # "um", "uh": the speaker is still searching
     fillers: str = FILLERS  # space-separated
     # A voice held at one pitch this long where the speech stopped is a filler ("uhh")
-    # or a drawn-out word ("annnd"), which Whisper does not write: it waits like a
-    # filler, whatever the words (voice.listen.pitch). No turn end of the corpus held
-    # its last sound over 190 ms; 5 of 70 conversational pauses held it 250 ms or more.
-    # 0: off.
+    # or a drawn-out word ("wooords"), which Whisper does not write: it waits like a
+    # filler, whatever the words (voice.listen.pitch). None of the corpus's 128 turn
+    # ends, quiet or under music, held it 250 ms (the longest: 180 ms); 6 of 224 pauses
+    # did, all fillers and drawn-out words (docs/turn-taking.md). 0: off.
     held_sound_ms: int = 250
     numbers_silence_ms: int = 800  # numbers read out: a phone number, a code, counting
     # Words Whisper ended with no mark at all (no ".", "?", "!", nor ","): it did not hear
