@@ -1,5 +1,5 @@
 """The voice's pitch, frame by frame, and how long it was held level where the speech
-stopped: a filler ("uhh", "umm") or a drawn-out word ("annnd", "theee") before a pause.
+stopped: a filler ("uhh") or a drawn-out word ("wooords") before a pause.
 
 Whisper leaves fillers out of its text (tiny.en wrote none before any pause of the
 corpus), so the end-of-turn judgement never saw the "uh" that people say when they
@@ -8,9 +8,11 @@ are looking for the next word: the cold monologue's "...in the original one. uh
 sounds like nothing else at a pause: one vowel held at one pitch for a quarter of a
 second or more. Studies of turn-taking name it (and a slowed, drawn-out last word)
 as a cue that the speaker holds the floor; a turn's own end is a short last syllable
-whose pitch moves, most often down. Measured on every pause and end of the turn sets
-(docs/turn-taking.md): a level stretch of 250 ms or more ends none of 97 turn ends,
-read or spontaneous, quiet or under music, and 5 of 55 conversational pauses.
+whose pitch moves, most often down. Measured at every pause and end of the turn sets
+(``voice bench eot``, docs/turn-taking.md): a level stretch of 250 ms or more ends none
+of their 82 turn ends, read or spontaneous, quiet or under music, and 6 of 230 pauses,
+5 of them among the 67 conversational ones. An "um" is missed: the murmur of its "m"
+falls in pitch.
 
 The pitch tracker is a plain YIN (de Cheveigne and Kawahara, 2002): the cumulative-
 mean-normalised difference function of each 25 ms window, its first dip under a
@@ -35,13 +37,13 @@ DIP = 0.2  # YIN's threshold on the normalised difference: under it, a period
 QUIET_DB = -35.0  # frames this far under the loud frames of the context are not voice
 SILENT_DB = -60.0  # nor is anything under this (full scale 0 dB): digital silence has no pitch
 
-# The held sound: read from the last HELD_READ_S of the speech; its last voiced frame
-# must lie in the last HELD_FINAL_S (a drawn-out word may end in a long voiceless
-# consonant: the "s" of a held "wooords" took 0.46 s in the corpus, and the speech's end
-# is known to about 100 ms), and
-# it runs back while the pitch stays within HELD_PITCH_ST of the final pitch (a held
-# vowel wavers by less than a semitone; a word's syllables move by more) and the voice
-# drops out for no more than HELD_GAP_FRAMES frames (a creak, a tracking miss).
+# The held sound is read from the last HELD_READ_S of the speech. Its last voiced frame
+# must lie in the last HELD_FINAL_S: a drawn-out word may end in a long voiceless
+# consonant (the "s" of a held "wooords" took 0.46 s in the corpus), and the speech's
+# end is known to about 100 ms. It runs back while the pitch stays within HELD_PITCH_ST
+# of the final pitch (a held vowel wavers by less than a semitone; a word's syllables
+# move by more), and the voice drops out for no more than HELD_GAP_FRAMES frames (a
+# creak, a tracking miss).
 HELD_READ_S = 1.0
 HELD_FINAL_S = 0.6
 HELD_PITCH_ST = 1.0
