@@ -313,12 +313,12 @@ def test_a_voice_held_where_it_stopped_waits_as_a_filler_whatever_the_words() ->
     """ "...in the original one. uhh [pause]": Whisper wrote no "uh", but the voice was
     held at one pitch where it stopped (``voice.listen.pitch``)."""
     config = TurnConfig()
-    held = judge_turn("I did not say in the original one.", None, config, 600, held=True)
+    held = judge_turn("I did not say in the original one.", None, config, 600, held_s=0.3)
     assert (held.reason, held.silence_ms) == ("held", config.filler_silence_ms)
-    assert judge_turn("What time is it?", None, config, 600, held=True).reason == "held"
+    assert judge_turn("What time is it?", None, config, 600, held_s=0.3).reason == "held"
     assert judge_turn("the original one.", None, config, 600).reason == "complete"
     end = EndOfTurn(EndpointConfig(), config, model_available=True)
-    end.judge(1, "the original one.", None, model_coming=True, held=True)  # not left for it
+    end.judge(1, "the original one.", None, model_coming=True, held_s=0.3)  # not left for it
     assert end.config.end_silence_ms == config.filler_silence_ms
 
 

@@ -99,9 +99,7 @@ def live_pass(
     spoken = spoken_part(text, dropped)
     stop = int(at_s * SAMPLE_RATE)  # as the listener's pass: the pause it runs on into too
     held_s = held_sound_s(audio[:stop], audio[stop : int((at_s + tail_s) * SAMPLE_RATE)])
-    held_ms = settings.turn.held_sound_ms
-    held = held_ms > 0 and held_s * 1000.0 >= held_ms
-    judged = judge_turn(spoken, None, settings.turn, base_ms, dropped > 0, unspoken.cut_off, held)
+    judged = judge_turn(spoken, None, settings.turn, base_ms, dropped > 0, unspoken.cut_off, held_s)
     said = [w for w in result.timed_words if any(c.isalnum() for c in w.word)]
     last = said[-1] if said else None
     return {
@@ -320,7 +318,7 @@ def waits(rows: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
                 settings.vad.end_silence_ms,
                 r["live_dropped"] > 0,
                 r["live_cut_off"],
-                0 < turn.held_sound_ms <= r["live_held_s"] * 1000.0,
+                r["live_held_s"],
             ).silence_ms
             if r["end"]:
                 at_ends.append(wait)

@@ -171,17 +171,18 @@ def judge_turn(
     base_ms: int,
     ending_dropped: bool = False,
     cut_off: bool = False,
-    held: bool = False,
+    held_s: float = 0.0,
 ) -> TurnJudgement:
     """The silence to wait for after ``text`` before the turn ends (``base_ms`` when
     neither signal says "done" nor "more to come": the ``vad.end_silence_ms``).
     ``ending_dropped``: the last words Whisper wrote, and its last mark, were dropped
     as unspoken, so a missing mark says nothing of what it heard. ``cut_off``: the
     first of them was begun but given too little sound to be said whole
-    (``voice.listen.spoken``): the speaker stopped inside a word or a phrase. ``held``:
-    the voice was held at one pitch for ``turn.held_sound_ms`` where it stopped, a
-    filler whatever the words say."""
-    if held:
+    (``voice.listen.spoken``): the speaker stopped inside a word or a phrase.
+    ``held_s``: how long the voice was held at one pitch where it stopped
+    (``voice.listen.pitch``); ``turn.held_sound_ms`` of it is a filler, whatever the
+    words say."""
+    if 0 < config.held_sound_ms <= held_s * 1000.0:
         return TurnJudgement(config.filler_silence_ms, "held")
     if config.use_text and cut_off:
         return TurnJudgement(config.incomplete_silence_ms, "cut_off")
@@ -318,7 +319,7 @@ class EndOfTurn:
         model_coming: bool = False,
         ending_dropped: bool = False,
         cut_off: bool = False,
-        held: bool = False,
+        held_s: float = 0.0,
     ) -> None:
         """The words of the pause, and the model's opinion once it has one.
 
@@ -326,10 +327,10 @@ class EndOfTurn:
         still say "not finished", so only "incomplete" is taken before it. Where none
         will come (no reply was prepared for the words, or asking failed), the words
         are judged alone: waiting for it would hold the turn to the longest silence.
-        ``ending_dropped``, ``cut_off``, ``held``: see :func:`judge_turn`.
+        ``ending_dropped``, ``cut_off``, ``held_s``: see :func:`judge_turn`.
         """
         judged = judge_turn(
-            text, eot_probability, self.turn, self.base_ms, ending_dropped, cut_off, held
+            text, eot_probability, self.turn, self.base_ms, ending_dropped, cut_off, held_s
         )
         if model_coming and eot_probability is None and judged.reason not in UNFINISHED:
             return

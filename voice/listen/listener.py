@@ -129,10 +129,13 @@ class TranscribeRequest:
 
     def split_at_pause(self) -> tuple[Float32Array, Float32Array] | None:
         """A final pass's audio up to where the speech stopped, and the rest (the pause
-        the pass runs on into); None for other passes."""
+        the pass runs on into); None for other passes, and for a pass that ends where
+        the speech does (a pause is judged only on a pass that runs past its stop)."""
         if not self.final or self.speech_end_sample < 0:
             return None
         stop = max(0, self.speech_end_sample - (self.end_sample - len(self.audio)))
+        if stop >= len(self.audio):
+            return None
         return self.audio[:stop], self.audio[stop:]
 
 

@@ -110,10 +110,8 @@ class Speculation(SessionBase):
             dropped, cut_off = unspoken.words > 0, unspoken.cut_off
             text = self._turn_text(said)
         text = self._whole_turn_text(uid, text)  # a turn heard again may lose its last words
-        # A filler Whisper did not write ("uhh"): a held voice, whatever the words say.
-        held_ms = self.turn.held_sound_ms
-        held = held_ms > 0 and self.listener.held_before_pause(uid) * 1000.0 >= held_ms
-        self.end_of_turn.judge(uid, text, eot, model_coming, dropped, cut_off, held)
+        held_s = self.listener.held_before_pause(uid)  # a filler Whisper did not write
+        self.end_of_turn.judge(uid, text, eot, model_coming, dropped, cut_off, held_s)
 
     def _watch_user_resumed(self) -> None:
         spec = self._spec
