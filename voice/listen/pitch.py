@@ -16,8 +16,9 @@ falls in pitch.
 
 The pitch tracker is a plain YIN (de Cheveigne and Kawahara, 2002): the cumulative-
 mean-normalised difference function of each 25 ms window, its first dip under a
-threshold taken as the period. It is written from the paper with numpy: about 16 ms
-of one core for a second of audio, and the held sound reads only the last second.
+threshold taken as the period. It is written from the paper with numpy, every frame
+at once: about 3 ms of one core for a second of audio, and the held sound reads only
+the last second.
 """
 
 from __future__ import annotations
@@ -80,16 +81,16 @@ def pitch_track(audio: Float32Array) -> tuple[FloatArray, FloatArray, FloatArray
     # The level of what varies: a constant offset (a stuck input, a test's flat "tone")
     # is no sound, and its difference function, zero at every lag, would read as a pitch.
     level = 10.0 * np.log10(np.var(window, axis=1) + 1e-12)
-    pitch = np.full(count, np.nan)
     search = normalised[:, shortest : longest + 1]
-    for row in range(count):
-        under = np.flatnonzero(search[row] < DIP)
-        if under.size == 0:
-            continue
-        lag = under[0]
-        while lag + 1 < search.shape[1] and search[row, lag + 1] < search[row, lag]:
-            lag += 1  # down to the bottom of the dip
-        pitch[row] = SAMPLE_RATE / (lag + shortest)
+    under = search < DIP
+    first = np.argmax(under, axis=1)  # each frame's first lag under the threshold
+    # Then down to the bottom of that dip: the first lag from there on whose next lag
+    # is no lower (or the last lag).
+    rising = np.ones_like(under)
+    rising[:, :-1] = search[:, 1:] >= search[:, :-1]
+    rising &= np.arange(search.shape[1])[None, :] >= first[:, None]
+    bottom = np.argmax(rising, axis=1)
+    pitch = np.where(under.any(axis=1), SAMPLE_RATE / (bottom + shortest), np.nan)
     loud = float(np.percentile(level, 90))
     pitch[(level < loud + QUIET_DB) | (level < SILENT_DB)] = np.nan
     times: FloatArray = np.arange(count, dtype=np.float64) * HOP_S
