@@ -102,8 +102,8 @@ MODES: dict[str, dict[str, Any]] = {
     # No late joins (on three words or the final, over continue_max_heard_ms of reply).
     "first_words_only": {"turn.continue_late_max_heard_ms": 0},
     "late_1500": {"turn.continue_late_max_heard_ms": 1500},  # the late joins before 3 Dec.
-    # Words Whisper gave no closing mark: 1000 ms is the default; off, they wait
-    # vad.end_silence_ms like any words not judged.
+    # Words Whisper gave no closing mark: 800 ms is the default (1000 ms until 5 Dec.);
+    # off, they wait vad.end_silence_ms like any words not judged.
     "unpunctuated_off": {"turn.unpunctuated_silence_ms": 0},
     "held_off": {"turn.held_sound_ms": 0},  # a voice held level at the pause is not a filler
     "unpunctuated_800": {"turn.unpunctuated_silence_ms": 800},
