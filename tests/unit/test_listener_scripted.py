@@ -195,6 +195,50 @@ def test_a_long_turn_without_segment_ends_is_trimmed_in_its_pauses() -> None:
     assert longest[True] <= ListenConfig().max_window_s + 3.5 < 15.0 < longest[False]
 
 
+class LeavesOutTheCommittedWords(OneOpenSegment):
+    """As OneOpenSegment, but a pass during speech rewrites every word after its sixth
+    from pass to pass (so only six get committed), and the first pass at a pause
+    writes only its last five words: Whisper leaving out the first words of a buffer
+    that its prompt runs up to ("country has never been surpassed." with "ask what you
+    can do for" committed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.left_out = False
+
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        self.calls.append(len(audio))
+        words = numbered_words(audio)
+        at_pause = len(audio) > 1600 and bool(np.all(np.abs(audio[-1600:]) < 0.05))
+        if at_pause and len(words) >= 10 and not self.left_out:
+            self.left_out, words = True, words[-5:]
+        elif not at_pause:
+            mark = "ab"[len(self.calls) % 2]
+            words = words[:6] + [w + mark for w in words[6:]]
+        segments = [Segment(0.0, 0.0, " ".join(words))] if with_timestamps and words else []
+        return Transcription(words=words, segments=segments, compute_ms=20.0)
+
+
+def test_a_pause_pass_that_left_out_the_committed_words_places_no_cut() -> None:
+    """A buffer is cut in a pause only where the pass at the pause said the words
+    committed from it: a pass that left them out had its words read as the committed
+    ones alone, and the cut there lost the words it did say (a 50 s utterance's
+    final missed "your country has never been surpassed")."""
+    blocks, every = 60, 15  # 12 s of words, a 0.4 s pause after every 3 s
+    parts = [silence(0.5)]
+    for k in range(blocks):
+        parts.append(np.full(3200, 0.2 + k * 1e-4, np.float32))
+        if k % every == every - 1:
+            parts.append(silence(0.4))
+    audio = np.concatenate([*parts, silence(2.0)])
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    engine = LeavesOutTheCommittedWords()
+    events = list(listen_virtual(listener, engine, audio))
+    assert engine.left_out
+    (final,) = [e for e in events if isinstance(e, Final)]
+    assert final.text.split() == [f"w{k}" for k in range(blocks)]
+
+
 class NumberedWords:
     """Hears word ``wK`` wherever most of 200 ms block K of the stream is in the audio
     (the test audio's level encodes K), and never gives segment times, so a monologue

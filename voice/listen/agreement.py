@@ -101,6 +101,23 @@ def committed_through(committed: list[str], heard: list[str]) -> int | None:
     return through
 
 
+def says_committed(committed: list[str], hypothesis: list[str]) -> bool:
+    """Whether a pass over a whole buffer (``hypothesis``) says that buffer's
+    ``committed`` words: most of them are found in it, in order. Whisper at times leaves
+    out a buffer's first words when its prompt runs up to them: "country has never been
+    surpassed." over "...ask what you can do for your country has never been
+    surpassed", with "ask what you can do for" committed. Such a pass is no account of
+    the audio it heard, and a buffer cut placed by it lost the words it left out."""
+    if not committed:
+        return True
+    a = [normalize_word(w) for w in committed]
+    b = [normalize_word(w) for w in hypothesis]
+    if b[: len(a)] == a:
+        return True
+    agreed = sum(m.size for m in _matching_blocks(a, b))
+    return agreed >= MIN_AGREED_SHARE * len(a)
+
+
 class LocalAgreement:
     """Commits the longest common prefix of consecutive hypothesis tails.
 

@@ -47,7 +47,13 @@ from voice.audio.format import (
 )
 from voice.errors import ConfigError
 from voice.events import Event, Final, Partial, SpeechEnd, SpeechStart
-from voice.listen.agreement import LocalAgreement, committed_through, drop_overlap, tail_after
+from voice.listen.agreement import (
+    LocalAgreement,
+    committed_through,
+    drop_overlap,
+    says_committed,
+    tail_after,
+)
 from voice.listen.endpoint import Ended, EndpointConfig, Endpointer, Started
 from voice.listen.spoken import NOTHING_UNSPOKEN, Unspoken, spoken_part, unspoken_tail
 from voice.listen.vad import (
@@ -508,6 +514,7 @@ class Listener:
                 self.config.trim_in_pauses
                 and audio_start == utt.start_sample
                 and not utt.unspoken.cut_off
+                and says_committed(utt.buffer_words(), result.words)
             ):
                 heard = utt.buffer_words() + words
                 utt.pause_hearings.append(
