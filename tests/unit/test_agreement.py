@@ -2,7 +2,13 @@
 
 import itertools
 
-from voice.listen.agreement import LocalAgreement, committed_through, drop_overlap, tail_after
+from voice.listen.agreement import (
+    LocalAgreement,
+    committed_through,
+    drop_overlap,
+    says_committed,
+    tail_after,
+)
 
 
 def test_commits_what_two_passes_agree_on_but_never_the_last_word() -> None:
@@ -71,3 +77,16 @@ def test_a_segment_that_does_not_end_on_committed_words_is_not_lined_up() -> Non
     # The last two agree, but most words do not: no confidence where the segment ends.
     assert committed_through(committed, words("Well I was thinking we see myself")) is None
     assert committed_through([], ["hello"]) is None
+
+
+def test_a_pass_that_left_out_the_committed_words_does_not_say_them() -> None:
+    def words(text: str) -> list[str]:
+        return text.split()
+
+    committed = words("ask what you can do for")
+    # The pass at the pause, over "...for your country has never been surpassed":
+    assert not says_committed(committed, words("country has never been surpassed."))
+    assert says_committed(committed, words("ask what you can do for your country"))
+    # Reworded, as Whisper does from pass to pass: most of the words are there.
+    assert says_committed(committed, words("as what you can do for your country"))
+    assert says_committed([], ["anything"])
