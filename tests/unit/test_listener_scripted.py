@@ -172,17 +172,23 @@ class OneOpenSegment:
         return Transcription(words=words, segments=segments, compute_ms=20.0)
 
 
-def test_a_long_turn_without_segment_ends_is_trimmed_in_its_pauses() -> None:
-    """Where Whisper closes no segment, the buffer is cut in a pause whose words are
-    committed (the pass at the pause heard exactly the audio before it): before, such a
-    20 s meeting turn sent passes of up to 18 s."""
-    blocks, every = 100, 15  # 20 s of words, a 0.4 s pause after every 3 s
+def words_with_pauses(blocks: int, every: int) -> np.ndarray:
+    """``blocks`` numbered 200 ms words (see :func:`numbered_words`), a 0.4 s pause after
+    every ``every`` of them, with silence before and after."""
     parts = [silence(0.5)]
     for k in range(blocks):
         parts.append(np.full(3200, 0.2 + k * 1e-4, np.float32))
         if k % every == every - 1:
             parts.append(silence(0.4))
-    audio = np.concatenate([*parts, silence(2.0)])
+    return np.concatenate([*parts, silence(2.0)])
+
+
+def test_a_long_turn_without_segment_ends_is_trimmed_in_its_pauses() -> None:
+    """Where Whisper closes no segment, the buffer is cut in a pause whose words are
+    committed (the pass at the pause heard exactly the audio before it): before, such a
+    20 s meeting turn sent passes of up to 18 s."""
+    blocks = 100  # 20 s of words, a 0.4 s pause after every 3 s
+    audio = words_with_pauses(blocks, every=15)
     longest = {}
     for in_pauses in (True, False):
         config = ListenConfig(trim_in_pauses=in_pauses)
@@ -224,13 +230,8 @@ def test_a_pause_pass_that_left_out_the_committed_words_places_no_cut() -> None:
     committed from it: a pass that left them out had its words read as the committed
     ones alone, and the cut there lost the words it did say (a 50 s utterance's
     final missed "your country has never been surpassed")."""
-    blocks, every = 60, 15  # 12 s of words, a 0.4 s pause after every 3 s
-    parts = [silence(0.5)]
-    for k in range(blocks):
-        parts.append(np.full(3200, 0.2 + k * 1e-4, np.float32))
-        if k % every == every - 1:
-            parts.append(silence(0.4))
-    audio = np.concatenate([*parts, silence(2.0)])
+    blocks = 60  # 12 s of words, a 0.4 s pause after every 3 s
+    audio = words_with_pauses(blocks, every=15)
     listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
     engine = LeavesOutTheCommittedWords()
     events = list(listen_virtual(listener, engine, audio))
