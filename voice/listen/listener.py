@@ -510,13 +510,14 @@ class Listener:
                 result.timed_words, speech_end_s, slack_s, per_syllable, most=len(words)
             )
             utt.held_s = result.held_s
+            buffered = utt.buffer_words()
             if (
                 self.config.trim_in_pauses
                 and audio_start == utt.start_sample
                 and not utt.unspoken.cut_off
-                and says_committed(utt.buffer_words(), result.words)
+                and says_committed(buffered, result.words)
             ):
-                heard = utt.buffer_words() + words
+                heard = buffered + words
                 utt.pause_hearings.append(
                     (request.end_sample, heard[: len(heard) - utt.unspoken.words])
                 )
