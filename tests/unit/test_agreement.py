@@ -47,6 +47,30 @@ def test_tail_after_a_revised_committed_word() -> None:
     assert tail_after(committed, hypothesis) == ["up", "and", "down"]
 
 
+def test_tail_after_a_revised_last_word_the_speaker_says_again_later() -> None:
+    """Not lined up by the shared "you" at the end: the pass's new words are new."""
+    committed = words("And so my fellow Americans ask not what you")
+    hypothesis = words("And so my fellow Americans ask not what your country can do for you.")
+    assert tail_after(committed, hypothesis) == words("country can do for you.")
+
+
+def test_tail_after_words_a_pass_put_in_among_the_committed_ones() -> None:
+    """Heard more of the audio, or spelled out: still a revision, up to the shared word."""
+    assert tail_after(words("the view and"), words("the view of you and let's see")) == words(
+        "let's see"
+    )
+    committed = words("When it was the 673rd night,")
+    hypothesis = words("When it was the six hundred, then seventy-third night she pursued.")
+    assert tail_after(committed, hypothesis) == words("she pursued.")
+
+
+def test_tail_after_words_in_nothing_like_the_committed_ones() -> None:
+    """A revised word, not a lost one; nothing in common: as many words as committed."""
+    assert tail_after(words("ask"), words("as what you can do")) == words("what you can do")
+    assert tail_after(words("what you"), words("what your country")) == ["country"]
+    assert tail_after(words("a b c"), words("x y")) == []
+
+
 def test_tail_after_nothing_committed_is_everything() -> None:
     assert tail_after([], ["a", "b"]) == ["a", "b"]
 

@@ -240,6 +240,40 @@ def test_a_pause_pass_that_left_out_the_committed_words_places_no_cut() -> None:
     assert final.text.split() == [f"w{k}" for k in range(blocks)]
 
 
+class MishearsAWordAsALaterOne(OneOpenSegment):
+    """As OneOpenSegment, but a pass during speech hears w8 as w14 and rewrites every
+    word after it from pass to pass (so the committed words end in the misheard one),
+    while a pass at a pause hears every word right: Whisper committing "...ask not
+    what you" for "what your", then writing "...what your country can do for you" at
+    the pause."""
+
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        self.calls.append(len(audio))
+        words = numbered_words(audio)
+        at_pause = len(audio) > 1600 and bool(np.all(np.abs(audio[-1600:]) < 0.05))
+        if not at_pause and len(words) > 8:
+            mark = "ab"[len(self.calls) % 2]
+            words = [*words[:8], "w14", *(w + mark for w in words[9:])]
+        segments = [Segment(0.0, 0.0, " ".join(words))] if with_timestamps and words else []
+        return Transcription(words=words, segments=segments, compute_ms=20.0)
+
+
+def test_a_revised_word_that_reappears_later_loses_no_words_at_a_pause_cut() -> None:
+    """The pass at a pause revises the last committed word, which the speaker says
+    again a few words on: its new words are new, not a revision, and the buffer cut in
+    that pause keeps them (lining up the shared words dropped w9-w13, "country can do
+    for")."""
+    blocks = 60  # 12 s of words, a 0.4 s pause after every 3 s
+    audio = words_with_pauses(blocks, every=15)
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    engine = MishearsAWordAsALaterOne()
+    events = list(listen_virtual(listener, engine, audio))
+    (final,) = [e for e in events if isinstance(e, Final)]
+    said = final.text.split()
+    assert said[:9] == [*(f"w{k}" for k in range(8)), "w14"]  # committed: stays misheard
+    assert said[9:] == [f"w{k}" for k in range(9, blocks)]
+
+
 class NumberedWords:
     """Hears word ``wK`` wherever most of 200 ms block K of the stream is in the audio
     (the test audio's level encodes K), and never gives segment times, so a monologue

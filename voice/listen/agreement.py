@@ -50,9 +50,19 @@ def _matching_blocks(a: list[str], b: list[str]) -> list[difflib.Match]:
 def tail_after(committed: list[str], hypothesis: list[str]) -> list[str]:
     """The words of ``hypothesis`` that come after the ``committed`` words.
 
-    Usually the hypothesis starts with the committed words; when the decoder
-    revised one of them, the alignment of the two word sequences says where
-    the committed part ends.
+    Usually the hypothesis starts with the committed words. When the decoder revised
+    some of them, the committed words end where the hypothesis's first words are
+    closest to them: the fewest words changed, left out or put in (an edit distance
+    over words, weighted below). On a tie, the later end: "your country" after a
+    committed "what you" reads as "you" revised, not as "you" lost and "your" new.
+    With nothing in common, they are as many of the hypothesis's first words as there
+    are committed words.
+
+    Lining up the words the two share instead (difflib's blocks) let one common word
+    decide. With "...ask not what you" committed (Whisper had heard "your" as "you
+    are"), it lined that "you" up with the last word of the pass "...ask not what your
+    country can do for you", so the pass's new words read as a revision, and a buffer
+    cut at the pause after them lost "country can do for you".
     """
     n = len(committed)
     if n == 0:
@@ -61,12 +71,32 @@ def tail_after(committed: list[str], hypothesis: list[str]) -> list[str]:
     b = [normalize_word(w) for w in hypothesis]
     if b[:n] == a:
         return list(hypothesis[n:])
-    blocks = _matching_blocks(a, b)
-    if not blocks:
-        return list(hypothesis[n:])
-    last = blocks[-1]
-    end = last.b + last.size + (n - (last.a + last.size))
-    return list(hypothesis[max(0, min(len(hypothesis), end)) :])
+    return list(hypothesis[_closest_prefix(a, b) :])
+
+
+# What a committed word changed or left out costs, against a word put in among them: a
+# pass that hears more of the audio writes words it missed or spells out ("the view of
+# you and" for a committed "the view and"; "the six hundred, then seventy-third night"
+# for "the 673rd night"), so a shared word a few words on still lines up. Five or more
+# words put in before one shared word are no revision: "...what your country can do
+# for you" after a committed "...what you" is new words, not a revision ending in "you".
+CHANGED_COST = 4
+PUT_IN_COST = 1
+
+
+def _closest_prefix(a: list[str], b: list[str]) -> int:
+    """The length of the prefix of ``b`` closest to ``a`` by the weighted edit distance
+    above (the longest of those that tie)."""
+    # Rows of the table, one committed word at a time: row[j] is the cost from the
+    # committed words so far to the hypothesis's first j words.
+    row = [j * PUT_IN_COST for j in range(len(b) + 1)]
+    for i, word in enumerate(a, start=1):
+        previous, row = row, [i * CHANGED_COST] + [0] * len(b)
+        for j, other in enumerate(b, start=1):
+            changed = previous[j - 1] + (0 if word == other else CHANGED_COST)
+            row[j] = min(previous[j] + CHANGED_COST, row[j - 1] + PUT_IN_COST, changed)
+    best = min(row)
+    return max(j for j, cost in enumerate(row) if cost == best)
 
 
 # A segment end lines up with the committed words when the hypothesis and they agree on
