@@ -18,8 +18,8 @@ from websockets.asyncio.client import connect
 
 from voice.app.build import build_session, load_engines
 from voice.audio.format import float_to_pcm16
+from voice.bench.hostile import settled, standing_finals
 from voice.config import Settings
-from voice.events import Event, Final, Partial, TurnContinued
 from voice.runtime.clocks import VirtualClock
 from voice.runtime.faults import make_lane
 from voice.stats import word_errors
@@ -137,15 +137,6 @@ def test_too_high_a_declared_rate_gives_no_words_or_a_few_and_no_crash(
     assert voice_server.health()["status"] == "ok"
 
 
-def _settled(events: list[Event]) -> bool:
-    """Whether the newest utterance among ``events`` has a final that no later
-    utterance continues."""
-    uids = [e.utterance_id for e in events if isinstance(e, (Partial, Final, TurnContinued))]
-    continued = {e.continues for e in events if isinstance(e, TurnContinued)}
-    finals = {e.utterance_id for e in events if isinstance(e, Final)}
-    return bool(uids) and max(uids) in finals and max(uids) not in continued
-
-
 def test_a_very_long_utterance_keeps_a_bounded_buffer_and_a_transcript() -> None:
     """Fifty seconds of speech without a pause long enough to end the turn (well past
     the 20 s recognition window; `voice bench hostile` runs five minutes): the
@@ -172,14 +163,12 @@ def test_a_very_long_utterance_keeps_a_bounded_buffer_and_a_transcript() -> None
     # decided: an earlier final (a pause inside the 50 s) does not end the wait.
     end_ms = len(audio) / 16
     while session.now_ms < end_ms + 20e3 and not (
-        session.now_ms > end_ms + 5e3 and _settled(events)
+        session.now_ms > end_ms + 5e3 and settled(events)
     ):
         clock.advance(session.now_ms + 20)
         session.feed(np.zeros(320, np.float32))  # the user has stopped: the turn ends
         events += session.take()
-    continued = {e.continues for e in events if isinstance(e, TurnContinued)}
-    last = {e.utterance_id: e for e in events if isinstance(e, Final)}
-    finals = [f for uid, f in last.items() if uid not in continued]
+    finals = standing_finals(events)
     # The 29 s engine limit plus the audio that arrives while a pass runs (its compute is
     # charged to the audio clock: on a loaded CI machine 30.08 s was seen).
     assert most <= 31 * 16000

@@ -21,7 +21,7 @@ from voice.app.build import build_session, load_engines
 from voice.audio.format import SAMPLE_RATE
 from voice.bench.corpus import Clip, loud_frames
 from voice.config import Settings
-from voice.events import Final
+from voice.events import Event, Final, Partial, TurnContinued
 from voice.runtime.clocks import VirtualClock
 from voice.runtime.faults import make_lane
 from voice.stats import wer
@@ -50,6 +50,24 @@ def endless_speech(clips: list[Clip], seconds: float) -> tuple[np.ndarray, str]:
     return np.concatenate(pieces), " ".join(texts)
 
 
+def standing_finals(events: list[Event]) -> list[Final]:
+    """The finals that stand: each utterance's last (a turn heard again as one repeats
+    its id), less those a later utterance continues (their words are in its final).
+    Counting every final counted a turn joined after a pause once for each join."""
+    continued = {e.continues for e in events if isinstance(e, TurnContinued)}
+    last = {e.utterance_id: e for e in events if isinstance(e, Final)}
+    return [final for uid, final in last.items() if uid not in continued]
+
+
+def settled(events: list[Event]) -> bool:
+    """Whether the newest utterance among ``events`` has a final that no later
+    utterance continues."""
+    uids = [e.utterance_id for e in events if isinstance(e, (Partial, Final, TurnContinued))]
+    continued = {e.continues for e in events if isinstance(e, TurnContinued)}
+    finals = {e.utterance_id for e in events if isinstance(e, Final)}
+    return bool(uids) and max(uids) in finals and max(uids) not in continued
+
+
 def bench_hostile(clips: list[Clip], settings: Settings, seconds: float = 300.0) -> dict[str, Any]:
     audio, reference = endless_speech(clips, seconds)
     engines = load_engines(settings)
@@ -66,17 +84,20 @@ def bench_hostile(clips: list[Clip], settings: Settings, seconds: float = 300.0)
     threading.Thread(target=sample, daemon=True).start()
     started = time.perf_counter()
     most = 0
-    finals: list[Final] = []
+    events: list[Event] = []
     frames = [audio[i : i + 320] for i in range(0, len(audio), 320)]
     silence = np.zeros(320, dtype=np.float32)
-    for frame in frames + [silence] * 1000:  # then 20 s of silence end the turn
+    end_ms = len(audio) * 1000 / SAMPLE_RATE
+    settle_ms = settings.turn.continue_window_ms + 2000
+    for frame in frames + [silence] * 1000:  # then up to 20 s of silence end the turn
         clock.advance(session.now_ms + 20)
         session.feed(frame)
         most = max(most, session.listener.buffered_samples)
-        finals += [e for e in session.take() if isinstance(e, Final)]
-        if finals and session.now_ms > len(audio) * 1000 / SAMPLE_RATE:
+        events += [e for e in session.take() if isinstance(e, Event)]
+        if session.now_ms > end_ms + settle_ms and settled(events):
             break
     stop.set()
+    finals = standing_finals(events)
     text = " ".join(f.text for f in finals)
     return {
         "speech_s": round(len(audio) / SAMPLE_RATE, 1),
