@@ -274,6 +274,36 @@ def test_a_revised_word_that_reappears_later_loses_no_words_at_a_pause_cut() -> 
     assert said[9:] == [f"w{k}" for k in range(9, blocks)]
 
 
+class FinalModeWritesNothingOnce(OneOpenSegment):
+    """As OneOpenSegment, but its first final pass at a pause writes nothing: tiny.en's
+    final mode at times, for speech a partial pass had heard."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.silenced = False
+
+    def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
+        result = super().transcribe(audio, context, with_timestamps, final)
+        at_pause = len(audio) > 1600 and bool(np.all(np.abs(audio[-1600:]) < 0.05))
+        if final and at_pause and not self.silenced:
+            self.silenced = True
+            return Transcription(words=[], compute_ms=20.0)
+        return result
+
+
+def test_a_final_pass_that_wrote_nothing_is_heard_again() -> None:
+    """The listener tells the pass the buffer's committed words, so a final pass that
+    wrote nothing is run again (as a partial pass is): before, the final held only the
+    committed words."""
+    audio = words_with_pauses(20, every=20)
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    engine = FinalModeWritesNothingOnce()
+    events = list(listen_virtual(listener, engine, audio))
+    assert engine.silenced
+    (final,) = [e for e in events if isinstance(e, Final)]
+    assert final.text.split() == [f"w{k}" for k in range(20)]
+
+
 class NumberedWords:
     """Hears word ``wK`` wherever most of 200 ms block K of the stream is in the audio
     (the test audio's level encodes K), and never gives segment times, so a monologue

@@ -131,9 +131,11 @@ def committed_through(committed: list[str], heard: list[str]) -> int | None:
     return through
 
 
-def says_committed(committed: list[str], hypothesis: list[str]) -> bool:
+def says_committed(
+    committed: list[str], hypothesis: list[str], share: float = MIN_AGREED_SHARE
+) -> bool:
     """Whether a pass over a whole buffer (``hypothesis``) says that buffer's
-    ``committed`` words: most of them are found in it, in order. Whisper at times leaves
+    ``committed`` words: ``share`` of them are found in it, in order. Whisper at times leaves
     out a buffer's first words when its prompt runs up to them: "country has never been
     surpassed." over "...ask what you can do for your country has never been
     surpassed", with "ask what you can do for" committed. Such a pass is no account of
@@ -145,7 +147,7 @@ def says_committed(committed: list[str], hypothesis: list[str]) -> bool:
     if b[: len(a)] == a:
         return True
     agreed = sum(m.size for m in _matching_blocks(a, b))
-    return agreed >= MIN_AGREED_SHARE * len(a)
+    return agreed >= share * len(a)
 
 
 class LocalAgreement:

@@ -132,6 +132,9 @@ class TranscribeRequest:
     # A final pass: where the speech stopped (absolute sample), so the pass can also
     # measure the voice held there (``voice.listen.pitch``); -1 otherwise.
     speech_end_sample: int = -1
+    # The buffer's committed words: a pass over a pause that left most of them out is
+    # run again (``voice.listen.runner.run_pass``).
+    committed: tuple[str, ...] = ()
 
     def split_at_pause(self) -> tuple[Float32Array, Float32Array] | None:
         """A final pass's audio up to where the speech stopped, and the rest (the pause
@@ -463,6 +466,7 @@ class Listener:
             final=end >= utt.final_end(self._tail),
             live=live,
             speech_end_sample=utt.last_speech_end,
+            committed=tuple(utt.buffer_words()),
         )
         self._next_request_id += 1
         self._before_in_flight = (utt, utt.last_pass_end)

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from voice.audio.format import FRAME_SAMPLES, SAMPLE_RATE
 from voice.events import Event
+from voice.listen.agreement import says_committed
 from voice.listen.listener import Listener, TranscribeRequest
 from voice.listen.pitch import held_sound_s
 from voice.listen.whisper import Transcription
@@ -43,22 +44,21 @@ class Recognizer(Protocol):
 def run_pass(engine: Recognizer, request: TranscribeRequest) -> Transcription:
     """One pass; a pass that covers a pause also times its words, where the engine can
     (``times_words``), and measures the voice held where the speech stopped (a few ms
-    of numpy): what the end-of-turn judgement reads. Both count as the pass's compute."""
-    if request.final and getattr(engine, "times_words", False):
-        result = engine.transcribe(  # type: ignore[call-arg]
-            request.audio,
-            context=request.context,
-            with_timestamps=request.with_timestamps,
-            final=True,
-            word_timing=True,
-        )
-    else:
-        result = engine.transcribe(
-            request.audio,
-            context=request.context,
-            with_timestamps=request.with_timestamps,
-            final=request.final,
-        )
+    of numpy): what the end-of-turn judgement reads. A pass over a pause or an end that
+    left words out (:func:`left_words_out`) is run again: without the prompt, then, if
+    it still falls short, as a partial pass is. All of it counts as the pass's compute.
+    A live pass is not: LocalAgreement commits nothing a single pass left out."""
+    result = _transcribe(engine, request, request.context, request.final)
+    if request.final and not request.live and left_words_out(request, result):
+        spent_ms = result.compute_ms
+        # Without a prompt the final mode reads the same input again only if there was one.
+        for final in (True, False) if request.context.strip() else (False,):
+            again = _transcribe(engine, request, "", final)
+            spent_ms += again.compute_ms
+            if not left_words_out(request, again):
+                result = again
+                break
+        result = dataclasses.replace(result, compute_ms=spent_ms)
     split = request.split_at_pause()
     if split is None:
         return result
@@ -66,6 +66,45 @@ def run_pass(engine: Recognizer, request: TranscribeRequest) -> Transcription:
     held_s = held_sound_s(*split)
     spent_ms = (time.perf_counter() - started) * 1000.0
     return dataclasses.replace(result, held_s=held_s, compute_ms=result.compute_ms + spent_ms)
+
+
+# A pass left out the committed words when it says under half of them, and there were
+# at least three: a rewording keeps most ("obvious what you're doing" for a committed
+# "It's obvious what"; "Stuffered into you" for "stuff it into you"), and one word or two
+# cannot tell.
+LEFT_OUT_SHARE = 0.5
+LEFT_OUT_MIN_COMMITTED = 3
+
+
+def left_words_out(request: TranscribeRequest, result: Transcription) -> bool:
+    """Whether a pass left out words two passes before it had agreed on: it says under
+    half of the buffer's committed words. Whisper at times leaves out a buffer's first
+    words where its prompt runs up to them (AMI MEO015: "know" for "know instead of
+    having too many buttons and make it complicated for the user, maybe have a", after
+    "...on the same lines you"), and its final mode at times writes nothing for speech
+    that partial passes heard ("the sick purpose I have a cold."). The committed words
+    are the measure, not the most words any pass said: two passes agreed on them, and
+    a single pass during speech may run on into the silence after it."""
+    committed = list(request.committed)
+    return len(committed) >= LEFT_OUT_MIN_COMMITTED and not says_committed(
+        committed, result.words, share=LEFT_OUT_SHARE
+    )
+
+
+def _transcribe(
+    engine: Recognizer, request: TranscribeRequest, context: str, final: bool
+) -> Transcription:
+    if final and getattr(engine, "times_words", False):
+        return engine.transcribe(  # type: ignore[call-arg]
+            request.audio,
+            context=context,
+            with_timestamps=request.with_timestamps,
+            final=True,
+            word_timing=True,
+        )
+    return engine.transcribe(
+        request.audio, context=context, with_timestamps=request.with_timestamps, final=final
+    )
 
 
 def _input_frames(audio: Float32Array, drain_s: float) -> Iterator[Float32Array]:
