@@ -51,7 +51,7 @@ def run_pass(engine: Recognizer, request: TranscribeRequest) -> Transcription:
     result = _transcribe(engine, request, request.context, request.final)
     if request.final and not request.live and left_words_out(request, result):
         spent_ms = result.compute_ms
-        # Without a prompt the final mode reads the same input again only if there was one.
+        # The final mode without a prompt is a new reading only where there was a prompt.
         for final in (True, False) if request.context.strip() else (False,):
             again = _transcribe(engine, request, "", final)
             spent_ms += again.compute_ms
@@ -94,6 +94,8 @@ def left_words_out(request: TranscribeRequest, result: Transcription) -> bool:
 def _transcribe(
     engine: Recognizer, request: TranscribeRequest, context: str, final: bool
 ) -> Transcription:
+    """One pass over the request's audio with this prompt, in the final mode (its words
+    timed, where the engine can) or the partial one."""
     if final and getattr(engine, "times_words", False):
         return engine.transcribe(  # type: ignore[call-arg]
             request.audio,
