@@ -104,9 +104,6 @@ def test_a_segment_that_does_not_end_on_committed_words_is_not_lined_up() -> Non
 
 
 def test_a_pass_that_left_out_the_committed_words_does_not_say_them() -> None:
-    def words(text: str) -> list[str]:
-        return text.split()
-
     committed = words("ask what you can do for")
     # The pass at the pause, over "...for your country has never been surpassed":
     assert not says_committed(committed, words("country has never been surpassed."))

@@ -158,6 +158,17 @@ def test_a_long_turn_is_trimmed_though_a_pass_rewrites_a_committed_word() -> Non
     assert max(engine.calls) <= (ListenConfig().max_window_s + 3.0) * 16000
 
 
+def one_open_segment(words: list[str], with_timestamps: bool) -> Transcription:
+    """``words`` as one segment that never closes (no end time), when timestamps are asked."""
+    segments = [Segment(0.0, 0.0, " ".join(words))] if with_timestamps and words else []
+    return Transcription(words=words, segments=segments, compute_ms=20.0)
+
+
+def ends_in_a_pause(audio: np.ndarray) -> bool:
+    """Whether a pass's audio ends in 100 ms of silence: a pass run at a pause."""
+    return len(audio) > 1600 and bool(np.all(np.abs(audio[-1600:]) < 0.05))
+
+
 class OneOpenSegment:
     """Hears ``wK`` for each 200 ms block K as NumberedWords does, and writes a long pass
     as one segment it never closes (no end time): tiny.en on spontaneous speech."""
@@ -168,8 +179,7 @@ class OneOpenSegment:
     def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
         self.calls.append(len(audio))
         words = numbered_words(audio)
-        segments = [Segment(0.0, 0.0, " ".join(words))] if with_timestamps and words else []
-        return Transcription(words=words, segments=segments, compute_ms=20.0)
+        return one_open_segment(words, with_timestamps)
 
 
 def words_with_pauses(blocks: int, every: int) -> np.ndarray:
@@ -215,14 +225,13 @@ class LeavesOutTheCommittedWords(OneOpenSegment):
     def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
         self.calls.append(len(audio))
         words = numbered_words(audio)
-        at_pause = len(audio) > 1600 and bool(np.all(np.abs(audio[-1600:]) < 0.05))
+        at_pause = ends_in_a_pause(audio)
         if at_pause and len(words) >= 10 and not self.left_out:
             self.left_out, words = True, words[-5:]
         elif not at_pause:
             mark = "ab"[len(self.calls) % 2]
             words = words[:6] + [w + mark for w in words[6:]]
-        segments = [Segment(0.0, 0.0, " ".join(words))] if with_timestamps and words else []
-        return Transcription(words=words, segments=segments, compute_ms=20.0)
+        return one_open_segment(words, with_timestamps)
 
 
 def test_a_pause_pass_that_left_out_the_committed_words_places_no_cut() -> None:
@@ -250,12 +259,11 @@ class MishearsAWordAsALaterOne(OneOpenSegment):
     def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
         self.calls.append(len(audio))
         words = numbered_words(audio)
-        at_pause = len(audio) > 1600 and bool(np.all(np.abs(audio[-1600:]) < 0.05))
+        at_pause = ends_in_a_pause(audio)
         if not at_pause and len(words) > 8:
             mark = "ab"[len(self.calls) % 2]
             words = [*words[:8], "w14", *(w + mark for w in words[9:])]
-        segments = [Segment(0.0, 0.0, " ".join(words))] if with_timestamps and words else []
-        return Transcription(words=words, segments=segments, compute_ms=20.0)
+        return one_open_segment(words, with_timestamps)
 
 
 def test_a_revised_word_that_reappears_later_loses_no_words_at_a_pause_cut() -> None:
@@ -284,7 +292,7 @@ class FinalModeWritesNothingOnce(OneOpenSegment):
 
     def transcribe(self, audio, context="", with_timestamps=False, final=False):  # type: ignore[no-untyped-def]
         result = super().transcribe(audio, context, with_timestamps, final)
-        at_pause = len(audio) > 1600 and bool(np.all(np.abs(audio[-1600:]) < 0.05))
+        at_pause = ends_in_a_pause(audio)
         if final and at_pause and not self.silenced:
             self.silenced = True
             return Transcription(words=[], compute_ms=20.0)

@@ -135,9 +135,9 @@ def says_committed(
     committed: list[str], hypothesis: list[str], share: float = MIN_AGREED_SHARE
 ) -> bool:
     """Whether a pass over a whole buffer (``hypothesis``) says that buffer's
-    ``committed`` words: ``share`` of them are found in it, in order. Whisper at times leaves
-    out a buffer's first words when its prompt runs up to them: "country has never been
-    surpassed." over "...ask what you can do for your country has never been
+    ``committed`` words: ``share`` of them are found in it, in order. Whisper at times
+    leaves out a buffer's first words when its prompt runs up to them: "country has
+    never been surpassed." over "...ask what you can do for your country has never been
     surpassed", with "ask what you can do for" committed. Such a pass is no account of
     the audio it heard, and a buffer cut placed by it lost the words it left out."""
     if not committed:
