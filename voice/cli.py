@@ -336,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
             "replies",
             "conversation",
             "turns",
+            "pauses",
             "prosody",
             "eot",
             "serve",
@@ -390,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--sets",
-        help="turns, eot, prosody: comma-separated sets of hesitation, pairs, conversation "
+        help="turns, pauses, eot, prosody: comma-separated sets of hesitation, pairs, conversation "
         "(default: those three), hesitation_heldout, hesitation_early (pauses where the rules "
         "were not tuned), hesitation_noisy, pairs_noisy (under a steady background)",
     )

@@ -1,5 +1,5 @@
 """Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
-turns, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz.
+turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -70,6 +70,14 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
             limit=args.limit,
             corpus=args.corpus,
         )
+    elif args.what == "pauses":
+        from voice.bench.pauses import bench_pauses
+        from voice.bench.pauses import format_table as pauses_table
+
+        report = bench_pauses(settings, sets=_names(args.sets), corpus=args.corpus)
+        if not args.json:
+            print(pauses_table(report))
+            return 0
     elif args.what == "prosody":
         from voice.bench.prosody import bench_prosody, format_table
 
