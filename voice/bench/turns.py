@@ -93,6 +93,11 @@ MODES: dict[str, dict[str, Any]] = {
     "merge": {**TEXT_ONLY, "turn.continue_turns": True},
     "model": {"turn.use_model": True},
     "patient": {"turn.complete_silence_ms": 800},
+    # A listener for people who think aloud: finished-looking words and words without a
+    # mark wait 1 s (1.2 s), as long as a rule on silence alone needs to start a reply on
+    # about 5% of the conversation set's pauses (voice bench pauses).
+    "patient_1000": {"turn.complete_silence_ms": 1000, "turn.unpunctuated_silence_ms": 1000},
+    "patient_1200": {"turn.complete_silence_ms": 1200, "turn.unpunctuated_silence_ms": 1200},
     "pace": {"turn.use_pace": True},  # wait out this speaker's own pauses
     # No patience learned from the pauses a reply was started in and the user went on.
     "patience_off": {"turn.patience_max_ms": 0},
