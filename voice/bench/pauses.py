@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from voice.bench.turnsets import SETS, TurnItem, build_set, whisper_words
+from voice.bench.turnsets import SETS, TurnItem, build_set
 from voice.config import Settings
 
 WAITS_MS = (300, 500, 800, 1000, 1200, 1500, 2000)
@@ -68,12 +68,10 @@ def silence_only(items: Sequence[TurnItem], waits_ms: Sequence[int] = WAITS_MS) 
 def bench_pauses(
     settings: Settings, sets: list[str] | None = None, corpus: str | None = None
 ) -> dict[str, Any]:
-    chosen = sets or list(SETS)
-    words_of = None
-    if any(name.startswith("hesitation") for name in chosen):  # the splices need words
-        from voice.bench.turns import whisper_model
+    from voice.bench.turns import splice_words
 
-        words_of = whisper_words(whisper_model(None, settings))
+    chosen = sets or list(SETS)
+    words_of = splice_words(chosen, settings)
     root = Path(corpus) if corpus else None
     return {"sets": {name: silence_only(build_set(name, words_of, root)) for name in chosen}}
 

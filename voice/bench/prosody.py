@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio.format import SAMPLE_RATE
-from voice.bench.turnsets import SETS, build_set, decision_points, whisper_words
+from voice.bench.turnsets import SETS, build_set, decision_points
 from voice.config import Settings
 from voice.errors import ConfigError
 from voice.stats import p50_p95
@@ -79,12 +79,10 @@ def bench_prosody(
             "Pass --onnx PATH (smart-turn-v3.2-cpu.onnx from the pipecat-ai wheel).",
         )
     model = ProsodyModel(Path(onnx))
-    words_of = None
-    chosen = sets or list(SETS)
-    if any(name.startswith("hesitation") for name in chosen):  # the splices need words
-        from voice.bench.turns import whisper_model
+    from voice.bench.turns import splice_words
 
-        words_of = whisper_words(whisper_model(None, settings))
+    chosen = sets or list(SETS)
+    words_of = splice_words(chosen, settings)
     report: dict[str, Any] = {"model": Path(onnx).name, "sets": {}}
     seconds: list[float] = []
     for name in chosen:

@@ -53,6 +53,7 @@ from voice.bench.turnsets import (
     SETS,
     Interval,
     TurnItem,
+    WordsOf,
     build_set,
     whisper_words,
 )
@@ -463,6 +464,15 @@ def whisper_model(engines: Any | None, settings: Settings) -> object:
 
     path = resolve_asr_model(settings.asr.model)
     return WhisperModel(path, device="cpu", compute_type="int8", cpu_threads=2)
+
+
+def splice_words(sets: list[str], settings: Settings) -> WordsOf | None:
+    """Word timings for building ``sets`` offline (``voice bench prosody``, ``pauses``):
+    the configured Whisper model's, where a hesitation set needs them to place its
+    splices; None otherwise, and no model is loaded."""
+    if not any(name.startswith("hesitation") for name in sets):
+        return None
+    return whisper_words(whisper_model(None, settings))
 
 
 def bench_turns(
