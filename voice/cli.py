@@ -172,11 +172,20 @@ def cmd_say(args: argparse.Namespace) -> int:
     return 0
 
 
+SIMULATE_SEED = 1  # `voice simulate`'s sampling seed where none is configured
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from voice.app.build import build_session, load_engines
     from voice.transports.simulate import Script, simulate, write_outputs
 
     settings = _settings(args)
+    if args.seed is not None:
+        settings.llm.seed = args.seed
+    elif settings.llm.seed < 0:
+        # A fresh seed per conversation suits live sessions; a simulation is there to be
+        # run again with one thing changed, so it samples alike unless told otherwise.
+        settings.llm.seed = SIMULATE_SEED
     script = Script.load(args.script or demo_script_path())
     engines = load_engines(settings)
     result = simulate(script, build_session(settings, engines), engines, realtime=args.realtime)
@@ -405,6 +414,12 @@ def build_parser() -> argparse.ArgumentParser:
         "voice/bench/replies.py)",
     )
     p.add_argument(
+        "--runs",
+        type=int,
+        help="replies: say the dialogues aloud through whole conversations N times, each "
+        "with other pauses and recognition timing; reports the worst run beside the median",
+    )
+    p.add_argument(
         "--onnx",
         help="prosody, eot: an end-of-turn ONNX model (smart-turn-v3.2-cpu.onnx from the "
         "pipecat-ai wheel)",
@@ -426,6 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out-dir", default="simulation", help="where the outputs go")
     p.add_argument("--realtime", action="store_true", help="run at wall-clock pace")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help=f"the replies' sampling seed (default: llm.seed if set, else {SIMULATE_SEED}: "
+        "the same script gives the same replies)",
+    )
     _settings_args(p)
     _llm_args(p)
     p.set_defaults(func=cmd_simulate)

@@ -97,6 +97,13 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.conversation import bench_conversation
 
         report = bench_conversation(load_corpus(args.corpus), settings, limit=args.limit)
+    elif args.what == "replies" and args.runs:
+        from voice.bench.replies_spoken import bench_replies_spoken, format_runs
+
+        report = bench_replies_spoken(settings, runs=args.runs, limit=args.limit)
+        if not args.json:
+            print(format_runs(report))
+            return 0
     elif args.what == "replies":
         from voice.bench.replies import bench_replies, format_table
 
