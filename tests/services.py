@@ -1,17 +1,23 @@
-"""Real Redis and nginx for the many-workers tests, each started by the test as a
-foreground subprocess on a free loopback port (Debian's redis-server and nginx;
-.ci/run installs them), and stopped with it. Nothing is left running.
+"""Real Redis, nginx and Prometheus for the many-workers tests, each started by the
+test as a foreground subprocess on a free loopback port (Debian's redis-server, nginx
+and prometheus; .ci/run installs them), and stopped with it. Nothing is left running.
 
 nginx runs the shipped deploy/nginx.conf (see :mod:`voice.bench.balancer`)."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
 
 from voice.bench.balancer import NginxProcess, free_port, need, wait_port
 
-__all__ = ["NginxProcess", "RedisProcess", "free_port"]
+__all__ = ["NginxProcess", "PrometheusProcess", "RedisProcess", "free_port"]
 
 
 class RedisProcess:
@@ -39,6 +45,62 @@ class RedisProcess:
 
     def stop(self) -> None:
         self.thaw()
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class PrometheusProcess:
+    """``prometheus`` scraping ``targets`` (host:port) every ``scrape_ms``, its data in
+    ``folder``; :meth:`query` runs PromQL through its HTTP API."""
+
+    def __init__(self, folder: Path, targets: list[str], scrape_ms: int = 1000) -> None:
+        self.port = free_port()
+        config = folder / "prometheus.yml"
+        listed = ", ".join(f"'{t}'" for t in targets)
+        config.write_text(
+            f"global:\n  scrape_interval: {scrape_ms}ms\n  evaluation_interval: {scrape_ms}ms\n"
+            f"scrape_configs:\n  - job_name: voice\n    static_configs:\n"
+            f"      - targets: [{listed}]\n"
+        )
+        self.log = folder / "prometheus.log"
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [
+                    need("prometheus"),
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={folder / 'data'}",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                    "--log.level=warn",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        wait_port(self.port, self.proc, "prometheus")
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": promql}
+        )
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.loads(response.read())
+        assert body["status"] == "success", body
+        return list(body["data"]["result"])
+
+    def value(self, promql: str) -> float | None:
+        """The single value of ``promql`` (None when the result is empty)."""
+        result = self.query(promql)
+        return float(result[0]["value"][1]) if result else None
+
+    def wait_value(self, promql: str, want: float, timeout_s: float = 20.0) -> float | None:
+        deadline = time.monotonic() + timeout_s
+        while (got := self.value(promql)) != want and time.monotonic() < deadline:
+            time.sleep(0.25)
+        return got
+
+    def stop(self) -> None:
         self.proc.terminate()
         try:
             self.proc.wait(10)
