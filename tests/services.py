@@ -1,23 +1,33 @@
 """Real Redis, nginx and Prometheus for the many-workers tests, each started by the
 test as a foreground subprocess on a free loopback port (Debian's redis-server, nginx
 and prometheus; .ci/run installs them), and stopped with it. Nothing is left running.
+And an OTLP/HTTP trace receiver, in a thread, that decodes what it is sent with
+`opentelemetry-proto`.
 
 nginx runs the shipped deploy/nginx.conf (see :mod:`voice.bench.balancer`)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import signal
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
 from voice.bench.balancer import NginxProcess, free_port, need, wait_port
 
-__all__ = ["NginxProcess", "PrometheusProcess", "RedisProcess", "free_port"]
+__all__ = ["NginxProcess", "OtlpReceiver", "PrometheusProcess", "RedisProcess", "free_port"]
 
 
 class RedisProcess:
@@ -106,3 +116,65 @@ class PrometheusProcess:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+
+
+class OtlpReceiver:
+    """A minimal OTLP/HTTP trace receiver: every span it is sent, with its resource."""
+
+    def __init__(self) -> None:
+        self.spans: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        received = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                request = ExportTraceServiceRequest.FromString(body)
+                received.add(request, self.path)
+                reply = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def add(self, request: ExportTraceServiceRequest, path: str) -> None:
+        for resource_spans in request.resource_spans:
+            resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    with self.lock:
+                        self.spans.append(
+                            {
+                                "path": path,
+                                "service": resource.get("service.name"),
+                                "trace": span.trace_id.hex(),
+                                "id": span.span_id.hex(),
+                                "parent": span.parent_span_id.hex(),
+                                "name": span.name,
+                                "start": span.start_time_unix_nano,
+                                "end": span.end_time_unix_nano,
+                                "attributes": {a.key: a.value for a in span.attributes},
+                            }
+                        )
+
+    def traces(self) -> dict[str, list[dict[str, Any]]]:
+        with self.lock:
+            spans = list(self.spans)
+        by_trace: dict[str, list[dict[str, Any]]] = {}
+        for span in spans:
+            by_trace.setdefault(span["trace"], []).append(span)
+        return by_trace
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

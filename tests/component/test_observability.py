@@ -9,20 +9,14 @@ goes through them."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import SERVER_ENV, VoiceServer, clip
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
-from services import PrometheusProcess, free_port
+from services import OtlpReceiver, PrometheusProcess, free_port
 
 from voice.serve.client import VoiceClient
 
@@ -35,64 +29,6 @@ TURNS = (
 # Short greedy replies: each turn is played to its end in real time.
 WORKER_ENV = {**SERVER_ENV, "VOICE_LLM_MAX_REPLY_TOKENS": "8", "VOICE_LLM_REPLY_SENTENCES": "1"}
 P95 = "histogram_quantile(0.95, sum by (le) (rate(voice_voice_to_voice_seconds_bucket[1m])))"
-
-
-class OtlpReceiver:
-    """A minimal OTLP/HTTP trace receiver: every span it is sent, with its resource."""
-
-    def __init__(self) -> None:
-        self.spans: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        received = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if self.headers.get("Content-Encoding") == "gzip":
-                    body = gzip.decompress(body)
-                request = ExportTraceServiceRequest.FromString(body)
-                received.add(request, self.path)
-                reply = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def add(self, request: ExportTraceServiceRequest, path: str) -> None:
-        for resource_spans in request.resource_spans:
-            resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
-            for scope_spans in resource_spans.scope_spans:
-                for span in scope_spans.spans:
-                    with self.lock:
-                        self.spans.append(
-                            {
-                                "path": path,
-                                "service": resource.get("service.name"),
-                                "trace": span.trace_id.hex(),
-                                "id": span.span_id.hex(),
-                                "parent": span.parent_span_id.hex(),
-                                "name": span.name,
-                                "start": span.start_time_unix_nano,
-                                "end": span.end_time_unix_nano,
-                                "attributes": {a.key: a.value for a in span.attributes},
-                            }
-                        )
-
-    def traces(self) -> dict[str, list[dict[str, Any]]]:
-        with self.lock:
-            spans = list(self.spans)
-        by_trace: dict[str, list[dict[str, Any]]] = {}
-        for span in spans:
-            by_trace.setdefault(span["trace"], []).append(span)
-        return by_trace
 
 
 class Fleet:
@@ -127,7 +63,7 @@ class Fleet:
         for worker in self.workers:
             if worker is not None:
                 worker.stop()
-        self.receiver.server.shutdown()
+        self.receiver.stop()
 
 
 @pytest.fixture(scope="module")

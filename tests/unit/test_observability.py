@@ -286,3 +286,37 @@ def test_a_grpc_collector_is_a_clear_error() -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
     with pytest.raises(VoiceError, match="4318"):
         make_tracer(TraceConfig(), 0, env)
+
+
+def test_a_turn_becomes_one_trace_with_the_conversation_id_only_when_allowed() -> None:
+    from services import OtlpReceiver
+
+    receiver = OtlpReceiver()
+    tracker = TurnTracker(clock_ns=lambda: 1_800_000_000_000_000_000)
+    turn = [tracker.observe(event) for event in _speculative_turn()][-1]
+    assert isinstance(turn, TurnTimeline)
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_SERVICE_NAME": "unit"}
+    try:
+        for allowed in (False, True):
+            tracer = make_tracer(TraceConfig(conversation_id=allowed), 8801, env)
+            assert tracer is not None
+            tracer.record(turn, "conv-1")
+            tracer.shutdown()  # sends what is queued
+        traces = receiver.traces()
+    finally:
+        receiver.stop()
+    assert len(traces) == 2
+    with_id = 0
+    for spans in traces.values():
+        (root,) = [s for s in spans if s["name"] == "voice.turn"]
+        with_id += "voice.conversation_id" in root["attributes"]
+        assert root["attributes"]["voice.voice_to_voice_ms"].double_value == 900.0
+        assert {s["service"] for s in spans} == {"unit"}
+        children = sorted((s for s in spans if s is not root), key=lambda s: s["start"])
+        assert all(s["parent"] == root["id"] for s in children)
+        assert [s["name"] for s in children] == [
+            "speech", "endpoint", "speculation", "llm.first_token", "tts.first_audio",
+            "recognition", "playback", "barge_in",
+        ]  # fmt: skip
+        assert root["start"] == turn.wall_ns(1000.0) and root["end"] == turn.wall_ns(4300.0)
+    assert with_id == 1

@@ -90,6 +90,15 @@ def check(config: TraceConfig, env: Mapping[str, str] | None = None) -> None:
         make_tracer(config, 0, env).shutdown()  # type: ignore[union-attr]
 
 
+def traces_endpoint(env: Mapping[str, str]) -> str | None:
+    """Where the spans go, as the OTLP/HTTP exporter would work it out (None: its default,
+    http://localhost:4318/v1/traces)."""
+    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    return base.rstrip("/") + "/v1/traces" if base else None
+
+
 class TurnTracer:
     """Turns each finished :class:`TurnTimeline` into a trace and hands it to the
     batch exporter."""
@@ -110,12 +119,15 @@ class TurnTracer:
             ) from exc
         attributes: dict[str, Any] = {}
         declared = env.get("OTEL_RESOURCE_ATTRIBUTES", "")
-        if not env.get("OTEL_SERVICE_NAME") and "service.name=" not in declared:
+        if env.get("OTEL_SERVICE_NAME"):
+            attributes["service.name"] = env["OTEL_SERVICE_NAME"]
+        elif "service.name=" not in declared:
             attributes["service.name"] = DEFAULT_SERVICE
         if "service.instance.id=" not in declared:  # which worker: host and port
             attributes["service.instance.id"] = f"{socket.gethostname()}:{port}"
         self.provider = TracerProvider(resource=Resource.create(attributes))
-        self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        exporter = OTLPSpanExporter(endpoint=traces_endpoint(env))
+        self.provider.add_span_processor(BatchSpanProcessor(exporter))
         self.tracer = self.provider.get_tracer(SCOPE)
         self._in_context = set_span_in_context
         self.conversation_id = conversation_id
