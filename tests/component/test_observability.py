@@ -9,6 +9,7 @@ goes through them."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,8 @@ from services import OtlpReceiver, PrometheusProcess, free_port
 from voice.serve.client import VoiceClient
 
 pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TURNS = (
     "cmu_arctic_axb_a0005",
@@ -106,6 +109,15 @@ def test_prometheus_scrapes_both_workers_and_adds_their_histograms(fleet: Fleet)
     assert p95 is not None and 0.05 <= p95 <= 5.0, p95  # over both workers, in seconds
     p50 = fleet.prometheus.value(P95.replace("0.95", "0.5"))
     assert p50 is not None and p50 <= p95
+
+    # Every panel of the shipped dashboard is PromQL this Prometheus runs over both
+    # workers (Grafana's variables as Grafana would fill them in).
+    board = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+    for panel in board["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"].replace("$__rate_interval", "1m").replace("$job", "voice")
+            fleet.prometheus.query(expr)  # fails on an error
+    assert fleet.prometheus.value('sum(voice_active_sessions{job=~"voice"})') is not None
 
     # Worker 0's turns, one trace each, the conversation id on them (the flag allows it).
     traced = clients[0]

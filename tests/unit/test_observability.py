@@ -4,6 +4,7 @@ from events, and that traces cost nothing (not even an import) when they are off
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -320,3 +321,52 @@ def test_a_turn_becomes_one_trace_with_the_conversation_id_only_when_allowed() -
         ]  # fmt: skip
         assert root["start"] == turn.wall_ns(1000.0) and root["end"] == turn.wall_ns(4300.0)
     assert with_id == 1
+
+
+# -- the shipped dashboard and scrape configuration ---------------------------------------
+
+
+def dashboard_queries() -> list[str]:
+    """Every PromQL expression of deploy/grafana-dashboard.json, as Grafana has it."""
+    board = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+    return [target["expr"] for panel in board["panels"] for target in panel["targets"]]
+
+
+def test_the_dashboard_asks_only_for_metrics_and_labels_that_exist() -> None:
+    metrics = ServerMetrics()
+    metrics.error("llm_timeout")
+    metrics.refuse("server_full")
+    metrics.derived(SpeculationEnded("used", 100.0))
+    hub = {"sessions": 1, "max_sessions": 2, "by_kind": {"tts": {"jobs": 1, "seconds": 0.1}}}
+    text = metrics.prometheus(hub, 1, None, 0).decode()
+    exposed = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+    labels = {k for f in text_string_to_metric_families(text) for s in f.samples for k in s.labels}
+    queries = dashboard_queries()
+    asked = {name for q in queries for name in re.findall(r"\b(?:voice|process)_[a-z0-9_]+", q)}
+    assert asked and asked <= exposed, sorted(asked - exposed)
+    grouped = {
+        label.strip() for q in queries for group in re.findall(r"by \(([^)]*)\)", q)
+        for label in group.split(",")
+    }  # fmt: skip
+    assert grouped <= labels | {"instance", "job"}, grouped  # the two Prometheus adds
+    # The operator's panels are all there: fleet p50/p95, turns/s, interruptions, errors,
+    # sessions.
+    assert any("histogram_quantile(0.95, sum by (le)" in q for q in queries)
+    assert any("histogram_quantile(0.5, sum by (le)" in q for q in queries)
+    for name in ("voice_turns_total", "voice_interruptions_total", "voice_errors_total"):
+        assert any(f"rate({name}" in q for q in queries), name
+    assert any("voice_active_sessions" in q for q in queries)
+
+
+def test_the_scrape_configuration_is_valid_for_prometheus(tmp_path: Path) -> None:
+    from voice.bench.balancer import need
+
+    token = tmp_path / "token"
+    token.write_text("secret\n")
+    shipped = (ROOT / "deploy" / "prometheus.yml").read_text()
+    assert "/etc/prometheus/voice-serve-token" in shipped
+    config = tmp_path / "prometheus.yml"
+    config.write_text(shipped.replace("/etc/prometheus/voice-serve-token", str(token)))
+    checked = subprocess.run([need("promtool"), "check", "config", str(config)],
+                             capture_output=True, text=True)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
