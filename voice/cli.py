@@ -348,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
             "soak",
             "hostile",
             "fuzz",
+            "traces",
         ],
         help="which benchmark",
     )

@@ -105,7 +105,8 @@ class _Labelled:
 
 class ServerMetrics:
     """The figures of one server. ``observe`` takes every event a session sends its
-    client; ``session`` makes the per-connection part that derives the timings."""
+    client; ``derived`` what each connection's :class:`~voice.serve.phases.TurnTracker`
+    made of them (the timings no single event carries)."""
 
     def __init__(self) -> None:
         self.started = time.time()
