@@ -370,3 +370,19 @@ def test_the_scrape_configuration_is_valid_for_prometheus(tmp_path: Path) -> Non
     checked = subprocess.run([need("promtool"), "check", "config", str(config)],
                              capture_output=True, text=True)  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_traces_asked_for_without_opentelemetry_installed_is_one_clear_error() -> None:
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["opentelemetry.exporter.otlp.proto.http.trace_exporter"] = None  # absent
+        from voice.errors import VoiceError
+        from voice.serve.tracing import TraceConfig, check
+        try:
+            check(TraceConfig(on=True), {})
+        except VoiceError as exc:
+            print(exc)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout  # fmt: skip
+    assert "pip install 'voice[otel]'" in out and "not installed" in out
