@@ -213,6 +213,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from voice.serve.access import Access
     from voice.serve.limits import Limits
     from voice.serve.server import ServeConfig
+    from voice.serve.tracing import TraceConfig
 
     config = ServeConfig(
         host=args.host,
@@ -227,6 +228,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         drain_s=_drain_s(args.drain_s),
         store=args.store or os.environ.get("VOICE_SERVE_STORE", "") or "memory",
         store_ttl_s=args.store_ttl_s,
+        traces=TraceConfig(on=args.traces, conversation_id=args.trace_conversation_id),
     )
     if args.record_audio and not args.transcripts:
         raise VoiceError("--record-audio needs --transcripts DIR (where the audio goes).")
@@ -355,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
             "soak",
             "hostile",
             "fuzz",
+            "traces",
         ],
         help="which benchmark",
     )
@@ -511,6 +514,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transcripts", metavar="DIR", help="write a JSONL transcript per session")
     p.add_argument(
         "--record-audio", action="store_true", help="also store each session's microphone audio"
+    )
+    p.add_argument(
+        "--traces",
+        action="store_true",
+        help="send a trace per turn over OTLP/HTTP (also on when OTEL_EXPORTER_OTLP_ENDPOINT "
+        "is set; endpoint and service name from the standard OTEL_* variables)",
+    )
+    p.add_argument(
+        "--trace-conversation-id",
+        action="store_true",
+        help="put the conversation id on each turn's trace (off: traces stay unlinked to "
+        "people; or $VOICE_TRACE_CONVERSATION_ID=1)",
     )
     _settings_args(p)
     _llm_args(p)
