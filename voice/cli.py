@@ -513,7 +513,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", dest="tts_threads", type=int, help="synthesis CPU threads")
     p.add_argument("--config", help="TOML settings file (default: $VOICE_CONFIG)")
     p.set_defaults(func=cmd_say)
+
+    p = sub.add_parser("models", help="the model catalogue: list, pull, rm, verify")
+    msub = p.add_subparsers(dest="models_command", required=True)
+    m = msub.add_parser("list", help="catalogue models, what they need, which are pulled")
+    m.add_argument("--role", choices=["llm", "asr", "tts"], help="only this role")
+    m.add_argument("--language", help="only models for this language (ISO 639-1)")
+    m = msub.add_parser("pull", help="fetch models from the hub ($HF_ENDPOINT, $HF_TOKEN)")
+    m.add_argument("names", nargs="+", help="catalogue names (voice models list)")
+    m.add_argument("--no-progress", action="store_true", help="no progress bars")
+    m = msub.add_parser("rm", help="delete pulled models")
+    m.add_argument("names", nargs="+")
+    m = msub.add_parser("verify", help="re-check pulled models' sha256 (offline)")
+    m.add_argument("names", nargs="*", help="default: every pulled model")
+    p.set_defaults(func=cmd_models)
     return parser
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from voice.catalog import commands
+
+    if args.models_command == "list":
+        return commands.cmd_list(args.role, args.language)
+    if args.models_command == "pull":
+        return commands.cmd_pull(args.names, progress=not args.no_progress)
+    if args.models_command == "rm":
+        return commands.cmd_rm(args.names)
+    return commands.cmd_verify(args.names)
 
 
 def main(argv: list[str] | None = None) -> int:

