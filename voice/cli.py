@@ -25,6 +25,9 @@ def _settings_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--persona", help="persona TOML: name, prompt, voice, greeting, ...")
     parser.add_argument("--asr-model", help="faster-whisper model: 'default', a size, or a dir")
     parser.add_argument("--asr-threads", type=int, help="CPU threads for recognition")
+    parser.add_argument(
+        "--language", help="ISO 639-1 language of the conversation (en, zh, fr, ...)"
+    )
     parser.add_argument("--vad-aggressiveness", type=int, choices=[0, 1, 2, 3])
     parser.add_argument("--end-silence-ms", type=int, help="silence that ends an utterance")
     parser.add_argument(
@@ -47,7 +50,9 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         from voice.assistant.persona import load_persona
 
         settings = load_persona(args.persona).apply(settings)
-    return settings
+    from voice.config import with_language
+
+    return with_language(settings)
 
 
 # Command-line flags (argparse dest) that override settings (section, field).
@@ -63,6 +68,7 @@ _FLAGS = {
     ("tts", "voice"): "tts_voice",
     ("tts", "speaking_rate"): "tts_rate",
     ("tts", "threads"): "tts_threads",
+    ("conversation", "language"): "language",
 }
 
 
@@ -346,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
             "soak",
             "hostile",
             "fuzz",
+            "mandarin",
         ],
         help="which benchmark",
     )

@@ -33,9 +33,14 @@ from dataclasses import dataclass, field
 
 from voice.speak.chunking import SentenceChunker
 
-_WORD = re.compile(r"[a-z0-9']+")
-_CLAUSE_END = re.compile(r"[,;:.!?…—–)\]\"'”’]\s*$")
-_SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]}*_`]*\s*$")
+# A word, or one CJK character: Chinese and Japanese have no spaces, so a character
+# is what the loop and repeat rules count there.
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_WORD = re.compile(rf"[a-z0-9']+|[{_CJK_CHARS}]")
+_CJK_CHAR = re.compile(rf"[{_CJK_CHARS}]")
+CJK_CHAR_WEIGHT = 3  # one CJK character is spoken about as long as three letters
+_CLAUSE_END = re.compile(r"[,;:.!?…—–)\]\"'”’。！？；，、：」』）]\s*$")
+_SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’»)\]}*_`」』）]*\s*$")
 # A sentence this short ("Sure.", "I'm a nurse, Sam.": a fact asked for again) may
 # recur without being a loop.
 MIN_REPEAT_WORDS = 5
@@ -63,7 +68,8 @@ def spoken_chars(text: str) -> int:
         return "x" * max(4, CHARS_PER_DIGIT * digits + CHARS_PER_SEPARATOR * separators)
 
     spoken = _NUMBER.sub(number, text)
-    return len(spoken) + sum(len(_SPOKEN_SYMBOLS[c]) - 1 for c in spoken if c in _SPOKEN_SYMBOLS)
+    symbols = sum(len(_SPOKEN_SYMBOLS[c]) - 1 for c in spoken if c in _SPOKEN_SYMBOLS)
+    return len(spoken) + symbols + (CJK_CHAR_WEIGHT - 1) * len(_CJK_CHAR.findall(spoken))
 
 
 def words_of(text: str) -> list[str]:
