@@ -152,3 +152,16 @@ def test_a_voice_not_pulled_says_how_to_pull_it(
     monkeypatch.setenv("VOICE_MODELS_DIR", str(tmp_path))
     with pytest.raises(ModelNotFoundError, match="voice models pull zh_CN-huayan-medium"):
         resolve_tts_voice("zh_CN-huayan-medium")
+
+
+def test_no_multilingual_model_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import voice.catalog.multilingual
+    from voice.errors import ModelNotFoundError
+    from voice.models import resolve_asr_model
+
+    monkeypatch.setenv("VOICE_MODELS_DIR", str(tmp_path))
+    monkeypatch.setattr(voice.catalog.multilingual, "whisper_base_dir", lambda: None)
+    with pytest.raises(ModelNotFoundError, match=r"voice\[multilingual\]'`, or pull one"):
+        resolve_asr_model("multilingual")
