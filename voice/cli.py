@@ -353,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
             "hostile",
             "fuzz",
             "mandarin",
+            "shapes",
         ],
         help="which benchmark",
     )
