@@ -74,7 +74,6 @@ def write_synthetic(name: str, shape: Shape | None = None) -> Path:
     """The quantized synthetic GGUF of shape ``name`` (one of :data:`SHAPES`, or any
     ``shape`` given), written once into the cache, then reused."""
     import gguf
-    import llama_cpp
 
     shape = shape or SHAPES[name]
     out = cache_dir() / f"synthetic-{name}.{shape.quant}.gguf"
@@ -144,20 +143,38 @@ def write_synthetic(name: str, shape: Shape | None = None) -> Path:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+    try:
+        _quantize(f16, out, shape.quant)
+    finally:
+        f16.unlink(missing_ok=True)
+    return out
+
+
+def _quantize(source: Path, out: Path, quant: str) -> None:
+    import llama_cpp
+
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = _FTYPES[shape.quant]
+    params.ftype = _FTYPES[quant]
     params.nthread = 2
+    params.allow_requantize = True
     partial = out.with_suffix(".partial")
     try:
         status = llama_cpp.llama_model_quantize(
-            str(f16).encode(), str(partial).encode(), ctypes.byref(params)
+            str(source).encode(), str(partial).encode(), ctypes.byref(params)
         )
         if status != 0:
             raise OSError(f"llama_model_quantize returned {status}")
         partial.replace(out)
     finally:
-        f16.unlink(missing_ok=True)
         partial.unlink(missing_ok=True)
+
+
+def requantized(source: Path, quant: str) -> Path:
+    """``source`` converted to ``quant`` once (what llm.convert_to did to every GGUF
+    before K-quants were exempted), cached beside it."""
+    out = source.with_name(f"{source.stem}.as-{quant}.gguf")
+    if not out.is_file():
+        _quantize(source, out, quant)
     return out
 
 
@@ -221,7 +238,9 @@ def measure(path: Path, threads: int, decode_tokens: int = 48) -> dict[str, Any]
 
 def bench_shapes(settings: Settings, names: list[str] | None = None) -> dict[str, Any]:
     """Measure each shape; "bundled" is the real SmolLM2-135M as the backend loads it
-    (its Q8_0 conversion), to check that a synthetic 135M costs what the real one does."""
+    (its Q8_0 conversion), to check that a synthetic 135M costs what the real one does;
+    "NAME@q8_0" is shape NAME converted to Q8_0 as llm.convert_to did before K-quants
+    were exempted (the measurement that exempted them)."""
     from voice.think.requantize import converted_model
 
     threads = settings.conversation.lane_threads  # what a conversation's LLM runs on
@@ -231,6 +250,10 @@ def bench_shapes(settings: Settings, names: list[str] | None = None) -> dict[str
             real = converted_model(resolve_llm_model("default"), "q8_0")
             rows[name] = {"quant": "q8_0", **measure(real, threads)}
             continue
-        path = write_synthetic(name)
-        rows[name] = {"quant": SHAPES[name].quant, **measure(path, threads)}
+        shape_name, _, convert = name.partition("@")  # "smollm2-1.7b@q8_0": as converted
+        path = write_synthetic(shape_name)
+        if convert:  # converted as llm.convert_to would (K-quants are now exempt)
+            path = requantized(path, convert)
+        quant = convert or SHAPES[shape_name].quant
+        rows[name] = {"quant": quant, **measure(path, threads)}
     return {"threads": threads, "shapes": rows}

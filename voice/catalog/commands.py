@@ -27,7 +27,7 @@ def _disk_mb(folder: Path) -> float:
 
 def list_lines(role: str | None = None, language: str | None = None) -> list[str]:
     """The catalogue as a table: what each model is, what it needs, whether it is here."""
-    rows = [("name", "role", "languages", "size", "RAM~", "licence", "installed")]
+    rows = [("name", "role", "languages", "size", "RAM~", "licence", "on 2 cores", "installed")]
     for entry in load_catalog().values():
         if role and entry.role != role:
             continue
@@ -43,12 +43,16 @@ def list_lines(role: str | None = None, language: str | None = None) -> list[str
                 size,
                 f"{entry.ram_mb} MB",
                 entry.licence[:34],
+                entry.cost or "not measured",
                 "yes" if folder else f"voice models pull {entry.name}",
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.append(f"(pulled models live in {models_dir()}; RAM is an estimate)")
+    lines.append(
+        f"(pulled models live in {models_dir()}; RAM is an estimate; on 2 cores: "
+        "voice bench shapes / mandarin, see docs/performance.md)"
+    )
     return lines
 
 

@@ -42,6 +42,7 @@ class Entry:
     size_mb: int = 0
     ram_mb: int = 0
     notes: str = ""
+    cost: str = ""  # what it costs on this machine's 2 cores, measured (docs/performance.md)
 
     def speaks(self, language: str) -> bool:
         """Whether this model handles ``language`` (ISO 639-1); "multi" is every one."""
@@ -75,6 +76,7 @@ def _entry(name: str, raw: Any, source: str) -> Entry:
         size_mb=int(raw.get("size_mb", 0)),
         ram_mb=int(raw.get("ram_mb", 0)),
         notes=str(raw.get("notes", "")),
+        cost=str(raw.get("cost", "")),
     )
 
 
