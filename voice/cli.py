@@ -25,6 +25,9 @@ def _settings_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--persona", help="persona TOML: name, prompt, voice, greeting, ...")
     parser.add_argument("--asr-model", help="faster-whisper model: 'default', a size, or a dir")
     parser.add_argument("--asr-threads", type=int, help="CPU threads for recognition")
+    parser.add_argument(
+        "--language", help="ISO 639-1 language of the conversation (en, zh, fr, ...)"
+    )
     parser.add_argument("--vad-aggressiveness", type=int, choices=[0, 1, 2, 3])
     parser.add_argument("--end-silence-ms", type=int, help="silence that ends an utterance")
     parser.add_argument(
@@ -47,7 +50,9 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         from voice.assistant.persona import load_persona
 
         settings = load_persona(args.persona).apply(settings)
-    return settings
+    from voice.config import with_language
+
+    return with_language(settings)
 
 
 # Command-line flags (argparse dest) that override settings (section, field).
@@ -63,6 +68,7 @@ _FLAGS = {
     ("tts", "voice"): "tts_voice",
     ("tts", "speaking_rate"): "tts_rate",
     ("tts", "threads"): "tts_threads",
+    ("conversation", "language"): "language",
 }
 
 
@@ -358,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
             "hostile",
             "fuzz",
             "traces",
+            "mandarin",
+            "shapes",
         ],
         help="which benchmark",
     )
@@ -549,7 +557,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", dest="tts_threads", type=int, help="synthesis CPU threads")
     p.add_argument("--config", help="TOML settings file (default: $VOICE_CONFIG)")
     p.set_defaults(func=cmd_say)
+
+    p = sub.add_parser("models", help="the model catalogue: list, pull, rm, verify")
+    msub = p.add_subparsers(dest="models_command", required=True)
+    m = msub.add_parser("list", help="catalogue models, what they need, which are pulled")
+    m.add_argument("--role", choices=["llm", "asr", "tts"], help="only this role")
+    m.add_argument("--language", help="only models for this language (ISO 639-1)")
+    m = msub.add_parser("pull", help="fetch models from the hub ($HF_ENDPOINT, $HF_TOKEN)")
+    m.add_argument("names", nargs="+", help="catalogue names (voice models list)")
+    m.add_argument("--no-progress", action="store_true", help="no progress bars")
+    m = msub.add_parser("rm", help="delete pulled models")
+    m.add_argument("names", nargs="+")
+    m = msub.add_parser("verify", help="re-check pulled models' sha256 (offline)")
+    m.add_argument("names", nargs="*", help="default: every pulled model")
+    p.set_defaults(func=cmd_models)
     return parser
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from voice.catalog import commands
+
+    if args.models_command == "list":
+        return commands.cmd_list(args.role, args.language)
+    if args.models_command == "pull":
+        return commands.cmd_pull(args.names, progress=not args.no_progress)
+    if args.models_command == "rm":
+        return commands.cmd_rm(args.names)
+    return commands.cmd_verify(args.names)
 
 
 def main(argv: list[str] | None = None) -> int:

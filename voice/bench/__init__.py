@@ -21,7 +21,15 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     from voice.bench.corpus import load_corpus
 
     report: dict[str, Any]
-    if args.what == "fuzz":  # not a timing: libFuzzer on the protocol decoder (--limit: runs)
+    if args.what == "shapes":  # synthetic GGUFs in bigger models' shapes (--sets: names)
+        from voice.bench.shapes import bench_shapes
+
+        report = bench_shapes(settings, _names(args.sets) or None)
+    elif args.what == "mandarin":  # character error rate of the multilingual model (--corpus)
+        from voice.bench.mandarin import bench_mandarin
+
+        report = bench_mandarin(settings, args.corpus)
+    elif args.what == "fuzz":  # not a timing: libFuzzer on the protocol decoder (--limit: runs)
         from voice.bench.fuzz import fuzz_protocol
 
         report = fuzz_protocol(runs=args.limit or 200_000, seconds=120)

@@ -150,6 +150,10 @@ class TurnConfig:
     patience_max_ms: int = 800
     patience_margin_ms: int = 100
     patience_after_joins: int = 2
+    # The user's language (ISO 639-1). The word lists above are English: for any other
+    # language only punctuation (Whisper's, "。" and "，" included) and silence judge
+    # the turn. Set from [conversation] language (voice.config.with_language).
+    language: str = "en"
 
 
 # Reasons that say "more is coming" on the words alone: taken before the model's opinion.
@@ -189,6 +193,8 @@ def judge_turn(
     stripped = text.strip()
     if not stripped:
         return TurnJudgement(base_ms, "unsure")
+    if config.language.split("_")[0].lower() not in ("", "en"):
+        return _judge_by_marks(stripped, eot_probability, config, base_ms, ending_dropped)
     last = normalize_word(stripped.split()[-1])
     model = eot_probability if config.use_model else None
     asks = stripped.endswith(("?", "!"))  # "What are you looking at?" is finished
@@ -222,6 +228,34 @@ def judge_turn(
     if open_ended and no_yes and config.unpunctuated_silence_ms > base_ms:
         # Whisper put no mark after the words: it did not hear them end (and the model
         # does not think them done either).
+        return TurnJudgement(config.unpunctuated_silence_ms, "unpunctuated")
+    return TurnJudgement(base_ms, "unsure")
+
+
+# Marks after which another language's turn goes on, or is done (full-width too).
+_MARKS_GOING_ON = (*INCOMPLETE_PUNCTUATION, "，", "、", "：", "；", "…")
+_MARKS_DONE = (*COMPLETE_PUNCTUATION, "。", "？", "！", "」", "』")
+
+
+def _judge_by_marks(
+    text: str,
+    eot_probability: float | None,
+    config: TurnConfig,
+    base_ms: int,
+    ending_dropped: bool,
+) -> TurnJudgement:
+    """A turn in a language without word lists here: what Whisper's punctuation says,
+    the model's opinion where it is on, else silence alone."""
+    model = eot_probability if config.use_model else None
+    if config.use_text and text.endswith(_MARKS_GOING_ON):
+        return TurnJudgement(config.incomplete_silence_ms, "incomplete")
+    punctuated = text.endswith(_MARKS_DONE)
+    if config.use_text and punctuated and (model is None or model >= config.eot_complete):
+        return TurnJudgement(config.complete_silence_ms, "complete")
+    if model is not None and model >= config.eot_complete:
+        return TurnJudgement(config.complete_silence_ms, "complete")
+    open_ended = config.use_text and not punctuated and not ending_dropped
+    if open_ended and config.unpunctuated_silence_ms > base_ms:
         return TurnJudgement(config.unpunctuated_silence_ms, "unpunctuated")
     return TurnJudgement(base_ms, "unsure")
 

@@ -12,6 +12,7 @@ window, and finally with the full 30 s window.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -38,6 +39,10 @@ MAX_AUDIO_S = 29.0  # longest audio one pass accepts, leaving room for the margi
 @dataclass
 class AsrConfig:
     model: str = "default"
+    # Whisper's language (ISO 639-1), "" for the conversation's ([conversation] language).
+    # English-only models ignore it. Mandarin ("zh") comes out in simplified characters
+    # when OpenCC is installed (the multilingual extra): Whisper often writes traditional.
+    language: str = ""
     compute_type: str = "int8"
     # One thread: tiny.en's decoder is faster on one than on two here (13 tokens: 75 vs
     # 150 ms; encoder alike), same WER, and the other core stays free.
@@ -112,6 +117,24 @@ LOOP_WORDS_BEFORE_SPEECH = 6
 # A hyphenated "word" of this many pieces or more, some of them repeated, is a decoder
 # loop; a person's stutter ("I-I-I", "b-b-but") has a few.
 LOOP_CHAIN_PIECES = 8
+
+
+def simplified_chinese(text: str) -> str:
+    """``text`` in simplified characters (OpenCC's t2s), or as it is without OpenCC.
+    Whisper writes Mandarin in traditional characters about as often as not, even
+    told ``zh``; a reply model and a simplified-Chinese voice want simplified."""
+    converter = _opencc()
+    return converter.convert(text) if converter is not None else text
+
+
+@functools.cache
+def _opencc() -> Any:
+    try:
+        import opencc
+    except ImportError:
+        log.warning("OpenCC is not installed: Mandarin stays as Whisper writes it")
+        return None
+    return opencc.OpenCC("t2s")
 
 
 def _normalized(words: list[str]) -> list[str]:
@@ -252,6 +275,7 @@ class WhisperEngine:
         from voice.models import resolve_asr_model
 
         self.config = config or AsrConfig()
+        self.language = (self.config.language or "en").split("_")[0].lower()
         path = resolve_asr_model(self.config.model)
         try:
             self.model = WhisperModel(
@@ -272,8 +296,9 @@ class WhisperEngine:
             self.model.hf_tokenizer,
             self.model.model.is_multilingual,
             task="transcribe",
-            language="en" if self.model.model.is_multilingual else None,
+            language=self.language if self.model.model.is_multilingual else None,
         )
+        self._simplify = simplified_chinese if self.language == "zh" else None
         self._suppress = list(get_suppressed_tokens(self.tokenizer, [-1]))
         # The mel features of silence that pad every window: computed once, not per pass.
         silence = self.model.feature_extractor(np.zeros(HOP * 4, dtype=np.float32))
@@ -382,6 +407,8 @@ class WhisperEngine:
                 words = " ".join(s.text for s in segments).split()
             else:
                 words = tok.decode([i for i in ids if i < tok.eot]).split()
+            if self._simplify is not None:
+                words = self._simplify(" ".join(words)).split()
             pieces = _unchained(words)
             split = len(pieces) != len(words)  # the words are no longer the tokens' text
             words = pieces
@@ -500,6 +527,7 @@ class WhisperEngine:
     def transcribe_full_window(self, audio: Float32Array) -> str:
         """Plain ``WhisperModel.transcribe`` (30 s padded windows): the comparison baseline."""
         segments, _info = self.model.transcribe(
-            audio, beam_size=self.config.beam_size, language="en", vad_filter=False
+            audio, beam_size=self.config.beam_size, language=self.language, vad_filter=False
         )
-        return " ".join(s.text.strip() for s in segments).strip()
+        text = " ".join(s.text.strip() for s in segments).strip()
+        return self._simplify(text) if self._simplify is not None else text

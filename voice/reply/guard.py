@@ -33,11 +33,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from voice.reply.repeats import SaidLately, pieces, split_sentences, words_of
+from voice.reply.repeats import CJK_CHARS, SaidLately, pieces, split_sentences, words_of
 from voice.speak.chunking import SentenceChunker
 
-_CLAUSE_END = re.compile(r"[,;:.!?…—–)\]\"'”’]\s*$")
-_SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]}*_`]*\s*$")
+_CJK_CHAR = re.compile(rf"[{CJK_CHARS}]")
+CJK_CHAR_WEIGHT = 3  # one CJK character is spoken about as long as three letters
+_CLAUSE_END = re.compile(r"[,;:.!?…—–)\]\"'”’。！？；，、：」』）]\s*$")
+_SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’»)\]}*_`」』）]*\s*$")
 # A unit of up to this many words said this many times in a row is a loop ("no, no,
 # no, no"), however short.
 STUTTER_WORDS, STUTTER_TIMES = 3, 4
@@ -62,7 +64,8 @@ def spoken_chars(text: str) -> int:
         return "x" * max(4, CHARS_PER_DIGIT * digits + CHARS_PER_SEPARATOR * separators)
 
     spoken = _NUMBER.sub(number, text)
-    return len(spoken) + sum(len(_SPOKEN_SYMBOLS[c]) - 1 for c in spoken if c in _SPOKEN_SYMBOLS)
+    symbols = sum(len(_SPOKEN_SYMBOLS[c]) - 1 for c in spoken if c in _SPOKEN_SYMBOLS)
+    return len(spoken) + symbols + (CJK_CHAR_WEIGHT - 1) * len(_CJK_CHAR.findall(spoken))
 
 
 __all__ = ["ReplyGuard", "ReplyLimits", "has_loop", "split_sentences", "spoken_chars", "words_of"]

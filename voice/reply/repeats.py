@@ -42,8 +42,11 @@ MIN_SENTENCE_WORDS = 3
 MIN_CLAUSE_WORDS = 4
 OPENING_WORDS = 6
 
-_WORD = re.compile(r"[a-z0-9']+")
-_CLAUSE_BREAK = re.compile(r"[,;:]|\s[-–—]+\s|[–—]")
+# A word, or one CJK character: Chinese and Japanese have no spaces, so a character
+# is what the loop and repeat rules count there.
+CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_WORD = re.compile(rf"[a-z0-9']+|[{CJK_CHARS}]")
+_CLAUSE_BREAK = re.compile(r"[,;:，、；：]|\s[-–—]+\s|[–—]")
 # Words that do not change what a question asks ("sorry, where is the cafe again?").
 _NOT_CONTENT = frozenset(
     {

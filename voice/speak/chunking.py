@@ -24,6 +24,12 @@ Rules, in short:
   ``U.S.``, ``Jan.``...), single initials (``J. K. Rowling``), list numbers at a line
   start (``1. ``), or before a lowercase word (``Wait... what``).
 
+Chinese and Japanese (CJK) text has no spaces: ``。！？`` end a sentence and ``；，、：``
+a clause right where they stand, with no whitespace after them, and a length is
+counted in characters, each CJK character as ``CJK_CHAR_WEIGHT`` Latin ones (one
+syllable of speech, as long as three letters of English), so the same settings give a
+Mandarin first chunk of its first clause ("北京是中国的首都，") and not the whole reply.
+
 Whitespace convention: the whitespace after a boundary belongs to the chunk that the
 boundary ends, so every chunk but the first starts with a non-space character and
 ``"".join(chunks)`` is exactly the input. Callers should skip chunks that are blank.
@@ -43,12 +49,21 @@ from dataclasses import dataclass
 
 __all__ = ["SentenceChunker"]
 
-_TERMINATORS = ".!?…"
-_CLOSERS = "\"'”’»)]}*_`"
-_CLAUSE_MARKS = ",;:"
+_TERMINATORS = ".!?…。！？"
+_CLOSERS = "\"'”’»)]}*_`」』）》〉】"
+_CLAUSE_MARKS = ",;:；，、："
+_CJK_TERMINATORS = "。！？!?…"
+_CJK_CLAUSE_MARKS = "；，、："
+_CJK_MARKS = "。！？；，、："
+# A whitespace run, or the empty place right after a CJK mark (and its closers) where
+# the next character is neither space nor closer: CJK boundaries need no whitespace.
+_WHITESPACE_RUN = re.compile(
+    r"\s+|(?<=[。！？；，、：」』）》〉】”’])(?=[^\s\"'”’»)\]}*_`」』）》〉】。！？；，、：])"
+)
+CJK_CHAR_WEIGHT = 3
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _DASHES = "-–—"
 _FENCE = "```"
-_WHITESPACE_RUN = re.compile(r"\s+")
 # "U.S", "e.g", "U.S.A": letters joined by dots (the final dot is the one being judged).
 _INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 
@@ -182,7 +197,9 @@ class SentenceChunker:
 
     def _is_boundary(self, buf: str, start: int, s: int, k: int) -> bool:
         """Decide whether the whitespace run ``buf[s:k]`` (with ``k < len(buf)``) ends a chunk."""
-        content = len(buf[start:s].rstrip())
+        content = spoken_len(buf[start:s].rstrip())
+        if s == k:  # right after a CJK mark (see _WHITESPACE_RUN)
+            return self._is_cjk_boundary(buf, start, s, content)
         if "\n" in buf[s:k]:
             # A code fence always starts a chunk of its own; else a line break is a boundary.
             return buf.startswith(_FENCE, k) or content >= self.min_chars
@@ -191,6 +208,16 @@ class SentenceChunker:
         return (
             self._first and content >= self.first_chunk_min_chars and _is_clause_end(buf, start, s)
         )
+
+    def _is_cjk_boundary(self, buf: str, start: int, s: int, content: int) -> bool:
+        p = s
+        while p > start and buf[p - 1] in _CLOSERS:
+            p -= 1
+        if p == start or buf[p - 1] not in _CJK_MARKS:
+            return False  # a closing bracket with no CJK mark before it
+        if buf[p - 1] in _CJK_TERMINATORS:
+            return content >= self.min_chars
+        return self._first and content >= self.first_chunk_min_chars
 
     def _is_sentence_end(self, buf: str, start: int, s: int, k: int) -> bool:
         """Whether the text before ``s`` ends a sentence, given the next character ``buf[k]``."""
@@ -263,6 +290,12 @@ _JOINING_WORDS = frozenset(
         "into", "like", "than", "is", "are", "was", "were", "will", "would", "can", "could",
     ]
 )  # fmt: skip
+
+
+def spoken_len(text: str) -> int:
+    """A length that stands for speaking time: characters, a CJK one as
+    ``CJK_CHAR_WEIGHT``."""
+    return len(text) + (CJK_CHAR_WEIGHT - 1) * len(_CJK.findall(text))
 
 
 def _skip_space(buf: str, i: int) -> int:

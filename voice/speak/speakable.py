@@ -18,6 +18,11 @@ Choices made here:
 * ``&`` becomes "and", ``50%`` "50 percent", ``2 * 3`` "2 times 3", and whitespace
   collapses to single spaces (the output is a single line).
 
+Symbols are spoken in the reply's language (``language``, ISO 639-1: "50%" is "50
+percent", "百分之50", "50 Prozent"...), and a line of Chinese or Japanese ends in "。";
+languages without a table here get English words for symbols. Digits are left to the
+voice's phonemizer, which reads them in its own language.
+
 The function is pure, never raises on any string, and is idempotent:
 ``to_speakable(to_speakable(x)) == to_speakable(x)``.
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from dataclasses import dataclass
 
 __all__ = ["to_speakable"]
 
@@ -56,35 +62,62 @@ _TIMES = re.compile(r"(?<=\d)\s*[*×]\s*(?=\d)")  # "2 * 3", "2×3"
 # Emphasis marks: every other asterisk, and underscores at the edge of a word (but not
 # inside snake_case).
 _EMPHASIS = re.compile(r"\*+|(?<!\w)_+|_+(?!\w)")
-_PERCENT = re.compile(r"(\d)\s*%")
+_PERCENT_NUMBER = re.compile(r"(\d+(?:[.,]\d+)*)\s*%")
 _AMPERSAND = re.compile(r"\s*&\s*")
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[.,;:!?](?:\s|$))")
-_SENTENCE_END = ".!?;:,…-–—"  # a line ending in one of these already has its pause
+_SENTENCE_END = ".!?;:,…-–—。！？；，、："  # a line ending in one of these already has its pause
 _TRAILING_URL_PUNCTUATION = ".,;:!?"
 
 _EMOJI_COMPONENTS = frozenset({0x200D, 0x20E3, 0xFE0E, 0xFE0F})  # ZWJ, keycap, selectors
 _KEPT_SYMBOLS = frozenset("°")  # "So" but spoken fine ("25°C")
 
 
-def to_speakable(text: str) -> str:
-    """Return ``text`` rewritten for TTS: no markdown, code, URLs or emoji; one line."""
+@dataclass(frozen=True)
+class SymbolWords:
+    """How one language says the symbols :func:`to_speakable` reads out."""
+
+    times: str
+    dot: str
+    at: str
+    percent: str  # "{} percent": where the number goes
+    and_: str
+    stop: str = "."  # what ends a line that has no mark of its own
+
+
+SYMBOL_WORDS = {
+    "en": SymbolWords("times", "dot", "at", "{} percent", "and"),
+    "zh": SymbolWords("乘以", "点", "at", "百分之{}", "和", "。"),
+    "ja": SymbolWords("かける", "ドット", "アット", "{}パーセント", "と", "。"),
+    "de": SymbolWords("mal", "Punkt", "at", "{} Prozent", "und"),
+    "fr": SymbolWords("fois", "point", "arobase", "{} pour cent", "et"),
+    "es": SymbolWords("por", "punto", "arroba", "{} por ciento", "y"),
+    "it": SymbolWords("per", "punto", "chiocciola", "{} per cento", "e"),
+    "pt": SymbolWords("vezes", "ponto", "arroba", "{} por cento", "e"),
+    "nl": SymbolWords("keer", "punt", "apenstaartje", "{} procent", "en"),
+}
+
+
+def to_speakable(text: str, language: str = "en") -> str:
+    """Return ``text`` rewritten for TTS: no markdown, code, URLs or emoji; one line.
+    ``language`` (ISO 639-1, or a voice's "zh_CN") picks the words for symbols."""
+    words = SYMBOL_WORDS.get(language.split("_")[0].lower(), SYMBOL_WORDS["en"])
     text = _CODE_FENCE.sub(" ", text)
     text = "".join(ch for ch in text if not _is_pictographic(ch))
     text = text.replace("`", "")
     text = _IMAGE.sub("", text)
     text = _LINK.sub(r"\1", text).replace("[", "").replace("]", "")
-    lines = (_speakable_line(line) for line in text.splitlines())
+    lines = (_speakable_line(line, words) for line in text.splitlines())
     text = " ".join(line for line in lines if line)
     return _SPACE_BEFORE_PUNCTUATION.sub("", text)
 
 
-def _speakable_line(line: str) -> str:
+def _speakable_line(line: str, words: SymbolWords) -> str:
     """Clean one line and end it with punctuation, so the voice pauses after headers,
     list items and table rows as it does after sentences."""
     line = line.strip()
     if _RULE.match(line) or _TABLE_SEPARATOR.match(line):
         return ""
-    line = _inline(_PIPES.sub(", ", line.strip(_BORDER)))
+    line = _inline(_PIPES.sub(", ", line.strip(_BORDER)), words)
     marker = _LINE_MARKERS.match(line)
     if marker:
         line = line[marker.end() :]
@@ -94,13 +127,13 @@ def _speakable_line(line: str) -> str:
         return ""  # "## ---"
     line = _NUMBER_PAREN.sub(r"\1.", line)
     if line and line[-1] not in _SENTENCE_END:
-        line += "."
+        line += words.stop
     return line
 
 
-def _inline(text: str) -> str:
+def _inline(text: str, words: SymbolWords) -> str:
     """Clean markup and speak symbols within one line; collapse its whitespace."""
-    text = _TIMES.sub(" times ", text)
+    text = _TIMES.sub(f" {words.times} ", text)
     # Removing one kind of mark can join two halves of another ("~*~" -> "~~"): until
     # nothing changes, so a second pass over the output finds nothing to remove.
     while True:
@@ -108,31 +141,33 @@ def _inline(text: str) -> str:
         if cleaned == text:
             break
         text = cleaned
-    text = _URL.sub(_spoken_url, text)
-    text = _EMAIL.sub(lambda m: _spoken_address(m.group()), text).replace("@", " at ")
-    text = _BARE_DOMAIN.sub(lambda m: _spoken_host(m.group(1)), text)
-    text = _PERCENT.sub(r"\1 percent ", text)
-    text = _AMPERSAND.sub(" and ", text)
+    text = _URL.sub(lambda m: _spoken_url(m, words), text)
+    text = _EMAIL.sub(lambda m: _spoken_address(m.group(), words), text)
+    text = text.replace("@", f" {words.at} ")
+    text = _BARE_DOMAIN.sub(lambda m: _spoken_host(m.group(1), words), text)
+    gap = "" if words.stop == "。" else " "  # CJK needs no space between words
+    text = _PERCENT_NUMBER.sub(lambda m: words.percent.format(m.group(1)) + gap, text)
+    text = _AMPERSAND.sub(f" {words.and_} ", text)
     return " ".join(text.split())
 
 
-def _spoken_url(match: re.Match[str]) -> str:
+def _spoken_url(match: re.Match[str], words: SymbolWords) -> str:
     url = match.group()
     stripped = url.rstrip(_TRAILING_URL_PUNCTUATION)
     trailing = url[len(stripped) :]
     host = _URL_PREFIX.sub("", stripped)
     host = _URL_AFTER_HOST.split(host, maxsplit=1)[0]
-    return _spoken_host(host) + trailing
+    return _spoken_host(host, words) + trailing
 
 
-def _spoken_host(host: str) -> str:
+def _spoken_host(host: str, words: SymbolWords) -> str:
     host = host.removeprefix("www.").strip(".")
-    return " dot ".join(part for part in host.split(".") if part)
+    return f" {words.dot} ".join(part for part in host.split(".") if part)
 
 
-def _spoken_address(address: str) -> str:
+def _spoken_address(address: str, words: SymbolWords) -> str:
     user, _, domain = address.partition("@")
-    return f"{_spoken_host(user)} at {_spoken_host(domain)}"
+    return f"{_spoken_host(user, words)} {words.at} {_spoken_host(domain, words)}"
 
 
 def _is_pictographic(ch: str) -> bool:

@@ -119,7 +119,10 @@ class PiperTts:
             )
         self.model_path, self.config_path = resolve_tts_voice(config.voice)
         try:
-            piper_config = PiperConfig.from_dict(json.loads(self.config_path.read_text()))
+            voice_json = json.loads(self.config_path.read_text(encoding="utf-8"))
+            piper_config = PiperConfig.from_dict(voice_json)
+            # The voice's language ("zh_CN"): symbols are read out in it (to_speakable).
+            self.language = str((voice_json.get("language") or {}).get("code") or "en")
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = config.threads
             options.inter_op_num_threads = 1
@@ -178,7 +181,7 @@ class PiperTts:
         one), so each is resampled on its own: nothing is held back in a filter waiting
         for the next sentence, which would delay or, on cancel, lose the end of a chunk.
         """
-        spoken = to_speakable(text)
+        spoken = to_speakable(text, getattr(self, "language", "en"))
         if not spoken.strip():
             return
         cancelled = _cancel_check(cancel)

@@ -76,6 +76,10 @@ class ConversationConfig:
     job_timeout_s: float = 8.0
     apology_text: str = "Sorry, something went wrong. Please say that again."  # "" = silent
     greeting: str = ""  # said when a conversation starts (voice serve, voice listen)
+    # The conversation's language (ISO 639-1: "en", "zh", "fr"...): what Whisper listens
+    # for, what the reply is asked to be in, which turn-taking rules apply and which
+    # voice speaks (voice.config.with_language spreads it to those sections).
+    language: str = "en"
 
 
 class EchoCanceller(Protocol):

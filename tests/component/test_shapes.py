@@ -1,0 +1,32 @@
+"""A synthetic-shape GGUF (random weights, the bundled tokenizer; voice bench shapes)
+loads in the embedded backend and speaks its noise through the real reply pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gguf")
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_synthetic_model_speaks_noise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from voice.bench.shapes import Shape, write_synthetic
+    from voice.reply.pipeline import ReplyDone, SpokenAudio, speak_reply
+    from voice.speak.tts import PiperTts, TtsConfig
+    from voice.think.backend import LlmConfig, Message
+    from voice.think.llama import LlamaBackend
+
+    monkeypatch.setenv("VOICE_CACHE_DIR", str(tmp_path))
+    tiny = Shape("llama", 128, 2, 2, 1, 256, 49152, "q8_0")  # SmolLM2's tokenizer
+    path = write_synthetic("test-tiny", tiny)
+    assert path.stat().st_size > 49152 * 128  # the embeddings at least
+    llm = LlamaBackend(LlmConfig(model=str(path), convert_to="", max_reply_tokens=24))
+    messages = [Message("system", "You are noise."), Message("user", "Say something.")]
+    items = list(speak_reply(llm, PiperTts(TtsConfig()), messages))
+    done = items[-1]
+    assert isinstance(done, ReplyDone) and not done.cancelled
+    assert done.generated.strip()
+    assert any(isinstance(i, SpokenAudio) for i in items)
