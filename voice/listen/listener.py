@@ -648,6 +648,10 @@ class Listener:
         the phrase off its words. Returns its ``SpeechStart`` (none if no speech is open)."""
         self.dormant = False
         utt = self._current()
+        if utt is not None and not utt.muted and utt.unwake is None:
+            if self._ms(from_sample - utt.onset_sample) < DORMANT_KEEP_S * 1000:
+                utt.unwake = unwake  # awake already: the phrase opens this turn
+            return []
         if utt is None or not utt.muted:
             return []
         utt.muted = False
