@@ -33,6 +33,15 @@ def _settings_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Silero as a second VAD opinion (default: on)",
     )
+    parser.add_argument(
+        "--wake-word",
+        help="answer only after a wake word: hey_jarvis, okay_nabu, hey_mycroft, alexa, or "
+        "a microWakeWord model's .json (default: off, always listening)",
+    )
+    parser.add_argument(
+        "--follow-up-s", type=float, help="after a reply, speech without the wake word (8)"
+    )
+    parser.add_argument("--earcon", help="sound on waking: tone, none, or a WAV file")
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -63,6 +72,9 @@ _FLAGS = {
     ("tts", "voice"): "tts_voice",
     ("tts", "speaking_rate"): "tts_rate",
     ("tts", "threads"): "tts_threads",
+    ("wake", "wake_word"): "wake_word",
+    ("wake", "follow_up_s"): "follow_up_s",
+    ("wake", "earcon"): "earcon",
 }
 
 
@@ -311,6 +323,8 @@ def _format_conversation_event(event: dict[str, object]) -> str:
         return f"{stamp} restored  it was a stop: the turn stays as heard ({event['stop_text']})"
     if kind in ("paused", "resumed", "speculation_cancel", "error"):
         return f"{stamp} {kind:<9} {event.get('reason') or event.get('message') or ''}".rstrip()
+    if kind in ("wake", "idle"):
+        return f"{stamp} {kind:<9} {event['reason']}"
     return ""
 
 
