@@ -360,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
             "soak",
             "hostile",
             "fuzz",
+            "wake",
         ],
         help="which benchmark",
     )

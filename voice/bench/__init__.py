@@ -1,5 +1,5 @@
 """Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
-turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz.
+turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz, wake.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -92,6 +92,13 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         report = bench_eot(settings, sets=_names(args.sets), limit=args.limit, onnx=args.onnx)
         if not args.json:
             print(eot_table(report))
+            return 0
+    elif args.what == "wake":
+        from voice.bench.wake import bench_wake, format_table
+
+        report = bench_wake(settings, corpus=args.corpus, limit=args.limit)
+        if not args.json:
+            print(format_table(report))
             return 0
     elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation
