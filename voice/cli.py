@@ -412,7 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--modes",
-        help="turns: comma-separated modes, e.g. default,patient,model,fixed (default: default)",
+        help="turns: comma-separated modes, e.g. default,patient,model,fixed (default: default); "
+        "wake: micro (microWakeWord, default) or open (openWakeWord, for comparison)",
     )
     p.add_argument(
         "--configs",

@@ -96,7 +96,8 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     elif args.what == "wake":
         from voice.bench.wake import bench_wake, format_table
 
-        report = bench_wake(settings, corpus=args.corpus, limit=args.limit)
+        engine = (_names(args.modes) or ["micro"])[0]  # --modes open: openWakeWord
+        report = bench_wake(settings, corpus=args.corpus, limit=args.limit, engine=engine)
         if not args.json:
             print(format_table(report))
             return 0

@@ -55,16 +55,29 @@ def _recordings(corpus: Path) -> list[Path]:
 
 
 def bench_wake(
-    settings: Any, corpus: str | None = None, limit: int | None = None, requests: bool = True
+    settings: Any,
+    corpus: str | None = None,
+    limit: int | None = None,
+    requests: bool = True,
+    engine: str = "micro",
 ) -> dict[str, Any]:
     """``requests``: also run the same-breath requests through the real session (most
-    of the time this takes)."""
-    from voice.listen.wake import load_wake_detector
+    of the time this takes; microWakeWord only). ``engine``: "micro" (microWakeWord, the
+    product's) or "open" (openWakeWord, for comparison: :mod:`voice.bench.wake_open`)."""
+    from voice.listen.wake import load_wake_detector as load_micro
 
     settings = dataclasses.replace(settings, wake=dataclasses.replace(settings.wake))
     settings.wake.wake_word = settings.wake.wake_word or "hey_jarvis"
     wake = settings.wake
     word = wake.wake_word
+
+    def load_wake_detector(word: str, threshold: float) -> Any:
+        if engine == "open":
+            from voice.bench.wake_open import OpenWakeWordDetector
+
+            return OpenWakeWordDetector(word, threshold)
+        return load_micro(word, threshold)
+
     voices = Voices()
     noise = [read_wav(p) for p in _recordings(Path(corpus or DEFAULT_CORPUS) / "noise")]
     phrase = load_wake_detector(word, wake.threshold).phrase
@@ -113,6 +126,7 @@ def bench_wake(
     detector_cpu = time.process_time() - started
 
     report: dict[str, Any] = {
+        "engine": "openWakeWord" if engine == "open" else "microWakeWord",
         "wake_word": word,
         "phrase": phrase,
         "voices": voices.names,
@@ -128,10 +142,10 @@ def bench_wake(
         "cut_back_ms": wake.cut_back_ms,
         "idle_cpu_pct_of_core": {
             "detector": round(100 * detector_cpu / seconds, 2) if seconds else None,
-            "idle_session": _idle_cpu(settings, stream, seconds),
+            "idle_session": _idle_cpu(settings, stream, seconds, load_wake_detector),
         },
     }
-    if requests:
+    if requests and engine == "micro":
         report["request"] = _requests(settings, voices, phrase)
     return report
 
@@ -141,17 +155,16 @@ def _rate(rows: list[dict[str, Any]]) -> str:
     return f"{hit}/{len(rows)} ({100 * hit / len(rows):.0f}%)" if rows else "-"
 
 
-def _idle_cpu(settings: Any, stream: list[np.ndarray], seconds: float) -> float | None:
+def _idle_cpu(settings: Any, stream: list[np.ndarray], seconds: float, load: Any) -> float | None:
     """CPU of an idle session behind the wake word (VAD, detector, dormant listener) per
     second of audio fed, as a share of one core. Nothing may wake it: the stream is the
     false-wake one (a wake would start recognition, which is not idle)."""
-    from voice.app.build import build_listener, build_wake_gate
+    from voice.app.build import build_listener
     from voice.conversation.session import Session
+    from voice.conversation.wake import WakeGate
     from voice.reply.history import History
 
-    gate = build_wake_gate(settings.wake)
-    if gate is None:
-        return None
+    gate = WakeGate(load(settings.wake.wake_word, settings.wake.threshold), settings.wake)
     session = Session(build_listener(settings), History("", 2048, 10, lambda m: 0), wake=gate)
     started = time.process_time()
     for audio in stream:
@@ -221,7 +234,7 @@ def _wer(pairs: list[tuple[str, str]]) -> float | None:
 
 def format_table(report: dict[str, Any]) -> str:
     """The report as the table in docs/wake.md."""
-    lines = [f"wake word {report['wake_word']} ({report['phrase']}); voices: "
+    lines = [f"{report['engine']}: wake word {report['wake_word']} ({report['phrase']}); voices: "
              f"{', '.join(report['voices'])}", "",
              "| condition | all | Piper | espeak-ng | phrase alone | with a request |",
              "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
