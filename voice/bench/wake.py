@@ -209,18 +209,25 @@ def _requests(settings: Any, voices: Voices, phrase: str) -> dict[str, Any]:
                 pairs[key].append((request, heard))
                 row[key] = heard
                 metrics = [e for e in result.events if e["type"] == "turn_metrics"]
+                row[f"{key}_v2v_ms"] = None
                 if metrics and metrics[0]["voice_to_voice_ms"] is not None:
                     answered[key] += 1
                     v2v[key].append(float(metrics[0]["voice_to_voice_ms"]))
+                    row[f"{key}_v2v_ms"] = float(metrics[0]["voice_to_voice_ms"])
                 session.close()
             rows.append(row)
     woke = [i for i, (_, heard) in enumerate(pairs["same_breath"]) if heard]
+    both = [r for r in rows if r["same_breath_v2v_ms"] is not None and r["alone_v2v_ms"]]
     return {
         # Of the requests whose phrase woke it, and the same requests said alone.
         "wer_pct_when_woken": {key: _wer([p[i] for i in woke]) for key, p in pairs.items()},
         "wer_pct": {key: _wer(p) for key, p in pairs.items()},
         "answered": {key: f"{n}/{len(pairs[key])}" for key, n in answered.items()},
         "voice_to_voice_ms": {key: p50_p95(v) for key, v in v2v.items()},
+        # The same requests, the same voices: the turns the wake word answered.
+        "voice_to_voice_ms_when_woken": {
+            key: p50_p95([r[f"{key}_v2v_ms"] for r in both]) for key in ("same_breath", "alone")
+        },
         "rows": rows,
     }
 
@@ -265,6 +272,7 @@ def format_table(report: dict[str, Any]) -> str:
         lines += [
             f"request WER % when woken: {request['wer_pct_when_woken']}; all: "
             f"{request['wer_pct']}; answered: {request['answered']}",
-            f"voice-to-voice ms: {request['voice_to_voice_ms']}",
+            f"voice-to-voice ms: {request['voice_to_voice_ms']}; when woken: "
+            f"{request['voice_to_voice_ms_when_woken']}",
         ]
     return "\n".join(lines)
