@@ -218,6 +218,7 @@ def _requests(settings: Any, voices: Voices, phrase: str) -> dict[str, Any]:
             rows.append(row)
     woke = [i for i, (_, heard) in enumerate(pairs["same_breath"]) if heard]
     both = [r for r in rows if r["same_breath_v2v_ms"] is not None and r["alone_v2v_ms"]]
+    differences = [r["same_breath_v2v_ms"] - r["alone_v2v_ms"] for r in both]
     return {
         # Of the requests whose phrase woke it, and the same requests said alone.
         "wer_pct_when_woken": {key: _wer([p[i] for i in woke]) for key, p in pairs.items()},
@@ -227,6 +228,12 @@ def _requests(settings: Any, voices: Voices, phrase: str) -> dict[str, Any]:
         # The same requests, the same voices: the turns the wake word answered.
         "voice_to_voice_ms_when_woken": {
             key: p50_p95([r[f"{key}_v2v_ms"] for r in both]) for key in ("same_breath", "alone")
+        },
+        # Per request and voice, same breath minus alone: the turns' end-of-turn waits
+        # (500 ms to 2 s by the words) make the two sets' percentiles bimodal.
+        "voice_to_voice_difference_ms": {
+            **p50_p95(differences),
+            "mean": round(float(np.mean(differences)), 1) if differences else None,
         },
         "rows": rows,
     }
@@ -273,6 +280,7 @@ def format_table(report: dict[str, Any]) -> str:
             f"request WER % when woken: {request['wer_pct_when_woken']}; all: "
             f"{request['wer_pct']}; answered: {request['answered']}",
             f"voice-to-voice ms: {request['voice_to_voice_ms']}; when woken: "
-            f"{request['voice_to_voice_ms_when_woken']}",
+            f"{request['voice_to_voice_ms_when_woken']}; same breath minus alone: "
+            f"{request['voice_to_voice_difference_ms']}",
         ]
     return "\n".join(lines)
