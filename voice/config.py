@@ -146,9 +146,9 @@ def check_wake(wake: WakeConfig) -> None:
     one clear error when the settings are read, not when the first conversation opens."""
     wake.validate()
     if wake.enabled:
-        from voice.listen.wake import resolve_wake_model
+        from voice.listen.wake import load_wake_detector
 
-        resolve_wake_model(wake.wake_word, wake.threshold)
+        load_wake_detector(wake.wake_word, wake.threshold).close()  # milliseconds
     earcon = wake.earcon.strip()
     if earcon not in ("", "none", "tone") and not Path(earcon).expanduser().is_file():
         raise ConfigError(

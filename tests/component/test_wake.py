@@ -113,5 +113,8 @@ def test_a_missing_or_bad_model_is_one_clear_error_at_start(tmp_path: Any) -> No
     (tmp_path / "mine.tflite").write_bytes(b"\0" * 64)
     with pytest.raises(ConfigError, match="not a TensorFlow Lite model"):
         load_settings(env={"VOICE_WAKE_WAKE_WORD": str(tmp_path / "mine.json")})
+    (tmp_path / "mine.tflite").write_bytes(b"\x1c\0\0\0TFL3" + b"\7" * 200)  # a broken body
+    with pytest.raises(ConfigError, match="could not be read as a TensorFlow Lite model"):
+        load_settings(env={"VOICE_WAKE_WAKE_WORD": str(tmp_path / "mine.json")})
     with pytest.raises(ConfigError, match="neither a built-in model nor a file"):
         load_settings(env={"VOICE_WAKE_WAKE_WORD": "hey_siri"})

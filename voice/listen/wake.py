@@ -158,6 +158,7 @@ class MicroWakeWordDetector:
                 "pymicro-wakeword's TensorFlow Lite library is missing.",
                 "Reinstall it: pip install --force-reinstall pymicro-wakeword.",
             )
+        _readable_or_raise(library, model.tflite)
         self.model = model
         self.phrase = model.phrase
         self._frontend_type = MicroFrontend
@@ -207,6 +208,22 @@ class MicroWakeWordDetector:
 
     def close(self) -> None:
         self._net.close()
+
+
+def _readable_or_raise(library: Path, tflite: Path) -> None:
+    """A ``.tflite`` the runtime cannot read (a TensorFlow Lite header over a broken
+    body) gives no error in ``pymicro-wakeword``: its interpreter is made on a null model
+    and the process dies. Reading it once here turns that into one clear error."""
+    import ctypes
+
+    from pymicro_wakeword.wakeword import TfLiteWakeWord
+
+    lib = TfLiteWakeWord(library).lib  # the runtime's bindings, nothing loaded
+    model = lib.TfLiteModelCreateFromFile(str(tflite.resolve()).encode("utf-8"))
+    if not model:
+        raise ConfigError(f"{tflite} could not be read as a TensorFlow Lite model.", _HINT)
+    lib.TfLiteModelDelete.argtypes = [ctypes.c_void_p]
+    lib.TfLiteModelDelete(model)
 
 
 def load_wake_detector(spec: str, threshold: float = 0.0) -> MicroWakeWordDetector:
