@@ -1,12 +1,16 @@
-"""A museum information kiosk: always listening (or push-to-talk), fully offline.
+"""A museum information kiosk: hands-free behind a wake word (or push-to-talk), offline.
 
-    python examples/kiosk.py                         # microphone and speakers
+    python examples/kiosk.py                         # "Hey Jarvis, where is the cafe?"
+    python examples/kiosk.py --wake-word none        # always listening: answers everyone
     python examples/kiosk.py --push-to-talk          # Enter starts talking, Enter ends
     python examples/kiosk.py --text                  # no audio devices: type questions
     python examples/kiosk.py --wav question.wav      # a recording as the microphone
 
-It greets, answers, and after ``--idle-timeout`` seconds without anyone talking
-to it forgets the visitor (history cleared) and greets the next one. Memory
+Passers-by talking among themselves are not answered: only speech after the wake word
+is (the question may follow it in the same breath), and for a few seconds after each
+reply, a follow-up without it. It greets, answers, and after ``--idle-timeout``
+seconds without anyone talking to it forgets the visitor (history cleared) and greets
+the next one. Memory
 stays bounded for hours: the history is trimmed and the models are loaded once.
 ``--json`` prints every event as a JSON line (what the tests read).
 """
@@ -24,6 +28,7 @@ import numpy as np
 
 from voice import Assistant
 from voice.audio import read_wav, write_wav
+from voice.config import load_settings
 from voice.errors import VoiceError
 from voice.events import Event
 
@@ -65,6 +70,11 @@ class Kiosk:
             print(event.text, end="", flush=True)  # type: ignore[attr-defined]
         elif event.type == "reply_end":
             print(flush=True)
+        elif event.type == "wake":
+            print("(listening)", file=sys.stderr, flush=True)
+        elif event.type == "idle":
+            phrase = self.assistant.session.wake.phrase if self.assistant.session.wake else ""
+            print(f'(idle: say "{phrase}" to ask)', file=sys.stderr, flush=True)
 
     def watch_idle(self, stop: threading.Event) -> None:
         """A visitor who has gone quiet for the timeout has left: the next is new."""
@@ -83,6 +93,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--persona", default=str(HERE / "personas" / "guide.toml"))
     parser.add_argument("--idle-timeout", type=float, default=60.0, help="seconds")
+    parser.add_argument(
+        "--wake-word",
+        default="hey_jarvis",
+        help="hey_jarvis (default), okay_nabu, hey_mycroft, alexa, a microWakeWord .json, "
+        "or none (always listening)",
+    )
     parser.add_argument("--push-to-talk", action="store_true", help="Enter toggles talking")
     parser.add_argument("--text", action="store_true", help="type instead of speaking")
     parser.add_argument("--wav", help="a recording to use as the microphone")
@@ -91,7 +107,11 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="events as JSON lines")
     args = parser.parse_args()
     try:
-        assistant = Assistant(persona=args.persona)
+        settings = load_settings()
+        # Push-to-talk hears the microphone only while the button is down: no wake word.
+        wake_word = "" if args.push_to_talk or args.wake_word == "none" else args.wake_word
+        settings.set("wake", "wake_word", wake_word)
+        assistant = Assistant(settings, persona=args.persona)
     except VoiceError as exc:
         print(f"kiosk: {exc}", file=sys.stderr)
         return 2

@@ -36,6 +36,15 @@ def _settings_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Silero as a second VAD opinion (default: on)",
     )
+    parser.add_argument(
+        "--wake-word",
+        help="answer only after a wake word: hey_jarvis, okay_nabu, hey_mycroft, alexa, or "
+        "a microWakeWord model's .json (default: off, always listening)",
+    )
+    parser.add_argument(
+        "--follow-up-s", type=float, help="after a reply, speech without the wake word (8)"
+    )
+    parser.add_argument("--earcon", help="sound on waking: tone, none, or a WAV file")
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -69,6 +78,9 @@ _FLAGS = {
     ("tts", "speaking_rate"): "tts_rate",
     ("tts", "threads"): "tts_threads",
     ("conversation", "language"): "language",
+    ("wake", "wake_word"): "wake_word",
+    ("wake", "follow_up_s"): "follow_up_s",
+    ("wake", "earcon"): "earcon",
 }
 
 
@@ -328,6 +340,8 @@ def _format_conversation_event(event: dict[str, object]) -> str:
         return f"{stamp} restored  it was a stop: the turn stays as heard ({event['stop_text']})"
     if kind in ("paused", "resumed", "speculation_cancel", "error"):
         return f"{stamp} {kind:<9} {event.get('reason') or event.get('message') or ''}".rstrip()
+    if kind in ("wake", "idle"):
+        return f"{stamp} {kind:<9} {event['reason']}"
     return ""
 
 
@@ -366,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
             "traces",
             "mandarin",
             "shapes",
+            "wake",
         ],
         help="which benchmark",
     )
@@ -417,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--modes",
-        help="turns: comma-separated modes, e.g. default,patient,model,fixed (default: default)",
+        help="turns: comma-separated modes, e.g. default,patient,model,fixed (default: default); "
+        "wake: micro (microWakeWord, default) or open (openWakeWord, for comparison)",
     )
     p.add_argument(
         "--configs",

@@ -27,6 +27,7 @@ from typing import Any
 
 from voice.conversation.session import ConversationConfig
 from voice.conversation.turns import TurnConfig
+from voice.conversation.wake import WakeConfig
 from voice.errors import ConfigError
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig
@@ -63,6 +64,7 @@ class Settings:
     turn: TurnConfig = field(default_factory=TurnConfig)
     conversation: ConversationConfig = field(default_factory=ConversationConfig)
     desk: DeskConfig = field(default_factory=DeskConfig)
+    wake: WakeConfig = field(default_factory=WakeConfig)
 
     def set(self, section: str, name: str, raw: Any) -> None:
         """Set ``section.name`` from a TOML value or a string, converting to the field's type."""
@@ -135,6 +137,7 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
                 settings.set(part.name, item.name, env[key])
     settings.vad.validate()  # values that cannot work fail now, not at the first session
     settings.listen.validate()
+    check_wake(settings.wake)
     return settings
 
 
@@ -173,3 +176,18 @@ def with_language(settings: Settings) -> Settings:
         if voices:
             settings.tts.voice = voices[0].name  # not pulled: says how, when it loads
     return settings
+
+
+def check_wake(wake: WakeConfig) -> None:
+    """A wake word that cannot work (no such model, a malformed one, a bad setting) is
+    one clear error when the settings are read, not when the first conversation opens."""
+    wake.validate()
+    if wake.enabled:
+        from voice.listen.wake import load_wake_detector
+
+        load_wake_detector(wake.wake_word, wake.threshold).close()  # milliseconds
+    earcon = wake.earcon.strip()
+    if earcon not in ("", "none", "tone") and not Path(earcon).expanduser().is_file():
+        raise ConfigError(
+            f"wake.earcon: no such sound file {earcon}.", "Give a WAV file, 'tone' or 'none'."
+        )

@@ -256,3 +256,30 @@ class TurnMetrics(Event):
     voice_to_voice_ms: float | None
     barge_in_ms: float | None
     interrupted: bool
+
+
+# -- the wake word ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wake(Event):
+    """The assistant woke (behind a wake word, ``[wake] wake_word``): ``reason`` is
+    "wake_word" (``phrase`` was heard; the user's turn begins at ``start_ms``, after the
+    phrase), "talk" (push-to-talk), "text" (a typed turn) or "reply" (it speaks: a
+    greeting, ``say``). From now on it hears speech without the word, until ``idle``."""
+
+    type: ClassVar[str] = "wake"
+    reason: str
+    phrase: str
+    start_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Idle(Event):
+    """Asleep behind the wake word: speech is not recognised until the word (or
+    push-to-talk, a typed turn) wakes it. ``reason``: "start" (a conversation starts
+    idle), "quiet" (the follow-up window passed with nothing said), "stop" (a stop
+    phrase: the window is skipped) or "reset" (the conversation was forgotten)."""
+
+    type: ClassVar[str] = "idle"
+    reason: str

@@ -139,7 +139,8 @@ def test_the_kiosk_greets_answers_a_visitor_and_resets_when_idle(tmp_path: Path)
     write_wav(wav, clip("cmu_arctic_axb_a0004", lead_s=4.0))  # after the greeting
     out = tmp_path / "kiosk.wav"
     result = run_example(["examples/kiosk.py", "--wav", str(wav), "--out", str(out), "--json",
-                          "--idle-timeout", "3", "--tail", "12"])  # fmt: skip
+                          "--idle-timeout", "3", "--tail", "12",
+                          "--wake-word", "none"])  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     kinds = [e["type"] for e in events]

@@ -368,3 +368,19 @@ def test_one_assistant_too_many_says_how_to_allow_more() -> None:
 
     with make(), pytest.raises(ServerFull, match="max_assistants"):
         make().start()
+
+
+def test_an_assistant_behind_a_wake_word_starts_idle_and_a_typed_turn_wakes_it() -> None:
+    from voice.errors import ConfigError
+
+    engines = Engines(FakeAsr(), FakeLlm(), FakeTts())
+    seen: list[str] = []
+    with Assistant(Settings(), engines=engines, wake_word="hey_jarvis") as bot:
+        bot.on("*", lambda event: seen.append(event.type))
+        run_for(bot, 0.1)
+        assert bot.state == "idle"
+        bot.send_text("Hello?")
+        run_for(bot, 0.2)
+        assert "wake" in seen and bot.session.wake is not None and bot.session.wake.awake
+    with pytest.raises(ConfigError, match="neither a built-in model nor a file"):
+        Assistant(Settings(), engines=engines, wake_word="hey_nobody")

@@ -51,3 +51,17 @@ def test_latency_lines_follow_each_turn() -> None:
         )
     )
     assert "voice-to-voice 612 ms" in out.getvalue()
+
+
+def test_waking_and_going_idle_are_shown() -> None:
+    from voice.events import Idle, Wake
+
+    out = io.StringIO()
+    view = TerminalView(out)
+    view.show(Idle(audio_ms=0, reason="start"))
+    assert out.getvalue() == ""  # the status line says idle; nothing to keep
+    view.show(Wake(audio_ms=1, reason="wake_word", phrase="Hey Jarvis", start_ms=0))
+    view.show(Idle(audio_ms=9, reason="quiet"))
+    assert out.getvalue() == (
+        '           [awake: heard "Hey Jarvis"]\n           [idle: say the wake word]\n'
+    )

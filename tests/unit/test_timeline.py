@@ -143,3 +143,19 @@ def test_empty_conversation_still_renders(tmp_path: Path) -> None:
     empty = np.zeros(0, np.float32)
     render_timeline(path, [], empty, empty)
     assert path.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_wake_and_idle_are_marked(tmp_path: Path) -> None:
+    from voice.conversation.timeline import MARKERS, STATE_COLORS, render_timeline
+
+    events = [
+        {"type": "idle", "audio_ms": 0.0, "reason": "start"},
+        {"type": "state", "audio_ms": 20.0, "state": "idle", "previous": "listening"},
+        {"type": "wake", "audio_ms": 900.0, "reason": "wake_word", "phrase": "Hey Jarvis",
+         "start_ms": 600.0},
+        {"type": "state", "audio_ms": 900.0, "state": "user_speaking", "previous": "idle"},
+    ]  # fmt: skip
+    assert "wake" in MARKERS and "idle" in MARKERS and "idle" in STATE_COLORS
+    render_timeline(tmp_path / "t.png", events, np.zeros(32000, np.float32),
+                    np.zeros(32000, np.float32))  # fmt: skip
+    assert (tmp_path / "t.png").stat().st_size > 1000

@@ -11,8 +11,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import numpy as np
+import numpy.typing as npt
+
+from voice.audio.wav import read_wav
 from voice.config import Settings
 from voice.conversation.session import Session
+from voice.conversation.wake import WakeConfig, WakeGate, earcon_tone
+from voice.errors import ConfigError, VoiceError
 from voice.listen.listener import Listener
 from voice.listen.vad import make_classifier
 from voice.listen.whisper import WhisperEngine
@@ -68,7 +74,31 @@ def build_session(settings: Settings, engines: Engines) -> Session:
         config=settings.conversation,
         turn=settings.turn,
         eot_available=engines.has_end_of_turn_model,
+        wake=build_wake_gate(settings.wake),
     )
+
+
+def build_wake_gate(wake: WakeConfig) -> WakeGate | None:
+    """The wake gate of one conversation (its own detector: the model keeps state per
+    stream; loading one takes milliseconds), or None when no wake word is set."""
+    if not wake.enabled:
+        return None
+    from voice.listen.wake import load_wake_detector
+
+    return WakeGate(load_wake_detector(wake.wake_word, wake.threshold), wake, load_earcon(wake))
+
+
+def load_earcon(wake: WakeConfig) -> npt.NDArray[np.float32] | None:
+    """The sound played on waking: the generated tone, none, or a WAV file."""
+    choice = wake.earcon.strip()
+    if choice == "tone":
+        return earcon_tone()
+    if choice in ("", "none"):
+        return None
+    try:
+        return read_wav(choice)
+    except VoiceError as exc:
+        raise ConfigError(f"wake.earcon: {exc}", "Give a WAV file, 'tone' or 'none'.") from None
 
 
 def make_hub(

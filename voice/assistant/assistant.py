@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import threading
 import time
@@ -47,7 +48,7 @@ from voice.app.build import build_session, make_hub
 from voice.assistant.persona import Persona, load_persona
 from voice.assistant.pool import ModelPool, default_pool
 from voice.audio.format import SAMPLE_RATE
-from voice.config import Settings, load_settings
+from voice.config import Settings, check_wake, load_settings
 from voice.conversation.actions import Action, Play
 from voice.conversation.session import BeforeReply, Output, Session
 from voice.errors import AudioFormatError
@@ -95,16 +96,23 @@ class Assistant:
         persona: Persona | str | Path | None = None,
         pool: ModelPool | None = None,
         engines: Engines | None = None,
+        wake_word: str | None = None,
     ) -> None:
         """``settings``: defaults, then the TOML file in ``$VOICE_CONFIG`` and the
         ``VOICE_*`` variables, if not given. ``persona``: a :class:`Persona` or the
         path of its TOML file. ``pool``: where models are shared (the process-wide pool by default);
-        ``engines``: engines of one's own instead (tests, custom backends)."""
+        ``engines``: engines of one's own instead (tests, custom backends). ``wake_word``:
+        hands-free behind a wake word ("hey_jarvis", a model's .json; "" always
+        listens), over what the settings and persona say (docs/wake.md)."""
         if isinstance(persona, str | Path):
             persona = load_persona(persona)
         self.persona = persona or Persona(name="Assistant")
         base = settings if settings is not None else load_settings()
         self.settings = self.persona.apply(base) if persona is not None else base
+        if wake_word is not None:
+            self.settings = copy.deepcopy(self.settings)
+            self.settings.wake.wake_word = wake_word
+            check_wake(self.settings.wake)  # a bad model: one clear error, now
         self.pool = pool or default_pool()
         self.engines = engines or self.pool.engines_for(self.settings)
         self.session: Session = build_session(self.settings, self.engines)

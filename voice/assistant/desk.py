@@ -37,8 +37,11 @@ def run_listen(settings: Settings, view: Any, stop: threading.Event | None = Non
     if settings.conversation.greeting:
         assistant.say(settings.conversation.greeting)
 
+    gate = assistant.session.wake
+    speak = f'Say "{gate.phrase}" to wake it' if gate is not None else "Speak"
+
     def ready(devices: str) -> None:
-        print(f"Listening ({devices}, echo: {desk.echo}). Speak; Ctrl-C stops.",
+        print(f"Listening ({devices}, echo: {desk.echo}). {speak}; Ctrl-C stops.",
               file=sys.stderr, flush=True)  # fmt: skip
 
     devices: list[str] = []  # the devices' line (drift, xruns), once the streams close

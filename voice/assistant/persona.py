@@ -10,6 +10,9 @@ greeting = "What do you want? I'm busy."
 reply_length = "short"     # short (one sentence), medium (up to three), long (five)
 backchannels = "aye hmm yeah uh-huh"   # words that do not interrupt it
 barge_in = "low"           # how easily speech over it stops it: off, low, normal, high
+wake_word = "hey_jarvis"   # hands-free: answer only after it (or a microWakeWord .json)
+earcon = "chime.wav"       # its sound on waking: a WAV file, "tone" or "none"
+follow_up_s = 8            # after a reply, speech without the wake word this long
 ```
 
 Everything is optional except ``name``. A persona changes a copy of the
@@ -23,7 +26,7 @@ import copy
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from voice.config import Settings, read_toml
+from voice.config import Settings, check_wake, read_toml
 from voice.errors import ConfigError
 
 
@@ -63,6 +66,9 @@ class Persona:
     backchannels: str | None = None
     barge_in: str | None = None
     language: str | None = None  # ISO 639-1: replies, listening and voice in it
+    wake_word: str | None = None
+    earcon: str | None = None
+    follow_up_s: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -85,6 +91,13 @@ class Persona:
                 raise ConfigError(f"persona {self.name}: {knob} must be a number, not {value!r}.")
             if not 0.5 <= value <= 2.0:
                 raise ConfigError(f"persona {self.name}: {knob} {value} is outside 0.5-2.0.")
+        follow_up = self.follow_up_s
+        if follow_up is not None and (
+            isinstance(follow_up, bool) or not isinstance(follow_up, int | float) or follow_up < 0
+        ):
+            raise ConfigError(
+                f"persona {self.name}: follow_up_s must be a number of seconds, not {follow_up!r}."
+            )
 
     def apply(self, settings: Settings) -> Settings:
         """A copy of ``settings`` with this persona's voice, prompt and manners."""
@@ -120,6 +133,14 @@ class Persona:
             out.conversation.barge_in = pause_ms is not None
             if pause_ms is not None:
                 out.conversation.barge_in_pause_ms = pause_ms
+        if self.wake_word is not None:
+            out.wake.wake_word = self.wake_word
+        if self.earcon is not None:
+            out.wake.earcon = self.earcon
+        if self.follow_up_s is not None:
+            out.wake.follow_up_s = float(self.follow_up_s)
+        if self.wake_word is not None or self.earcon is not None:
+            check_wake(out.wake)  # a bad model or sound file: one clear error, now
         return out
 
 
@@ -137,6 +158,6 @@ def load_persona(path: str | Path) -> Persona:
             f"Known keys: {', '.join(sorted(known))}.",
         )
     for key, value in data.items():
-        if key not in ("speaking_rate", "pitch") and not isinstance(value, str):
+        if key not in ("speaking_rate", "pitch", "follow_up_s") and not isinstance(value, str):
             raise ConfigError(f"persona file {source}: {key} must be text, not {value!r}.")
     return Persona(**data)

@@ -1,5 +1,5 @@
 """Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
-turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz, traces.
+turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz, traces, wake.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -107,6 +107,14 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         # --clients: the first count (default 1); --limit: rounds of one run each way (2)
         first = str(args.clients).split(",")[0].strip()
         report = bench_traces(load_corpus(args.corpus), int(first or 1), rounds=args.limit or 2)
+    elif args.what == "wake":
+        from voice.bench.wake import bench_wake, format_table
+
+        engine = (_names(args.modes) or ["micro"])[0]  # --modes open: openWakeWord
+        report = bench_wake(settings, corpus=args.corpus, limit=args.limit, engine=engine)
+        if not args.json:
+            print(format_table(report))
+            return 0
     elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation
 

@@ -34,6 +34,7 @@ STATE_COLORS = {
     "speaking": "#55a868",
     "paused": "#f28e2b",
     "interrupted": "#c44e52",
+    "idle": "#f7f7f7",  # behind the wake word: nothing is recognised
 }
 # Event type -> (colour, line style, label) of a vertical line across all rows.
 MARKERS = {
@@ -42,6 +43,8 @@ MARKERS = {
     "resumed": ("green", "--", "resumed"),
     "speculation_start": ("purple", ":", "spec"),
     "error": ("black", "-.", "error"),
+    "wake": ("teal", "-", "wake"),
+    "idle": ("gray", ":", "idle"),
 }
 
 Event = dict[str, Any]

@@ -32,6 +32,7 @@ leads, and is the context of the later one's passes.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +71,12 @@ Float32Array = npt.NDArray[np.float32]
 RECENT_S = 40.0  # input kept for joining turns: a recognition window and then some
 RECENT_SPANS = 8  # finished utterances whose extent is remembered for a join
 JOIN_MAX_S = 20.0  # a joined turn is heard again in one pass (the buffer stays under 29 s)
+# Dormant (behind a wake word), an utterance keeps this much of its latest audio: the
+# wake phrase and the request said in the same breath, whatever talk went before.
+DORMANT_KEEP_S = 4.0
+# A woken utterance with less speech than this after the wake phrase was the phrase
+# alone: it ends without a pass (Whisper makes words up for silence: "Thank you.").
+WOKEN_MIN_SPEECH_MS = 200
 
 
 @dataclass
@@ -169,6 +176,11 @@ class _Utterance:
     # Passes over the buffer up to a pause: (their end, the words said in them), for a
     # cut where Whisper closes no segment (``_pause_cut``). Emptied by every trim.
     pause_hearings: list[tuple[int, list[str]]] = field(default_factory=list)
+    # Behind a wake word: opened while the listener was dormant (no pass, no event, and
+    # only the last ``DORMANT_KEEP_S`` kept) until a wake word makes it a turn; then the
+    # words of the wake phrase are taken off its text (``unwake``).
+    muted: bool = False
+    unwake: Callable[[str], str] | None = None
 
     def audio(self) -> Float32Array:
         if len(self.chunks) > 1:
@@ -231,6 +243,11 @@ def _pause_cut(committed: list[str], utt: _Utterance, usable_until: float) -> tu
     return 0.0, 0
 
 
+def _said(utt: _Utterance, text: str) -> str:
+    """``text`` of ``utt`` as the user's turn: without the wake phrase it woke with."""
+    return text if utt.unwake is None else utt.unwake(text)
+
+
 class Listener:
     """VAD + endpointing + incremental recognition, driven by the caller."""
 
@@ -256,6 +273,9 @@ class Listener:
         self._in_flight: TranscribeRequest | None = None
         self._before_in_flight: tuple[_Utterance, int] | None = None  # for take_back
         self.onset_run = 0  # consecutive frames the classifier's hair trigger heard (barge-in)
+        # Behind a wake word and idle: speech is followed (the VAD runs) but not recognised
+        # and not reported, until ``wake`` makes the open utterance a turn.
+        self.dormant = False
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -270,7 +290,7 @@ class Listener:
     @property
     def busy(self) -> bool:
         """True while speech is open, a pass is out, or a final is still owed."""
-        return self._in_flight is not None or bool(self._utterances)
+        return self._in_flight is not None or any(not u.muted for u in self._utterances)
 
     @property
     def _tail(self) -> int:
@@ -280,6 +300,11 @@ class Listener:
         if self._utterances and self._utterances[-1].ended_at < 0:
             return self._utterances[-1]
         return None
+
+    def _heard(self) -> _Utterance | None:
+        """The open utterance, unless it is muted (dormant speech is nobody's turn)."""
+        current = self._current()
+        return None if current is None or current.muted else current
 
     @property
     def buffered_samples(self) -> int:
@@ -296,13 +321,13 @@ class Listener:
     @property
     def open_utterance(self) -> int | None:
         """The id of the utterance being spoken now, if any."""
-        current = self._current()
+        current = self._heard()
         return None if current is None else current.uid
 
     @property
     def open_onset_ms(self) -> float | None:
         """Where the utterance being spoken now began, if any."""
-        current = self._current()
+        current = self._heard()
         return None if current is None else self._ms(current.onset_sample)
 
     def committed_text(self, utterance_id: int) -> str:
@@ -310,7 +335,7 @@ class Listener:
         utt = self._current()
         if utt is None or utt.uid != utterance_id:
             return ""
-        return " ".join(utt.agreement.committed)
+        return _said(utt, " ".join(utt.agreement.committed))
 
     def spoken_before_pause(self, utterance_id: int) -> tuple[str, Unspoken] | None:
         """``prefetched_final`` without the last words no sound was made for (see
@@ -342,7 +367,7 @@ class Listener:
         end, words, _ = utt.final_result
         if end < utt.last_speech_end + self._tail or end < utt.final_end(self._tail):
             return None  # not a pause yet: the pass ends in speech
-        return " ".join(words)
+        return _said(utt, " ".join(words))
 
     # -- audio in ------------------------------------------------------------------------
 
@@ -370,10 +395,14 @@ class Listener:
             if self.endpointer.speaking:
                 end = (self.endpointer.speech_end_frame + 1) * FRAME_SAMPLES
                 current.last_speech_end = max(current.last_speech_end, end)
+            if current.muted and current.size > DORMANT_KEEP_S * SAMPLE_RATE:
+                current.trim(current.size - int(DORMANT_KEEP_S * SAMPLE_RATE))
         self._history.append(frame)
         self._recent.append(frame)
         if isinstance(change, Started):
-            events.append(self._start(change))
+            started = self._start(change)
+            if not self._utterances[-1].muted:
+                events.append(started)
         elif isinstance(change, Ended) and current is not None:
             events.extend(self._end(current))
         return events
@@ -389,6 +418,7 @@ class Listener:
             start_sample=self.sample - keep * FRAME_SAMPLES,
             onset_sample=onset,
             agreement=LocalAgreement(self.config.holdback_words),
+            muted=self.dormant,
         )
         for frame in history[len(history) - keep :]:
             utt.append(frame)
@@ -400,6 +430,16 @@ class Listener:
     def _end(self, utt: _Utterance) -> list[Event]:
         utt.ended_at = self.sample
         fresh_onset(self.classifier)  # a barge-in after seconds of quiet is heard as soon
+        woken_alone = utt.unwake is not None and (
+            self._ms(utt.last_speech_end - utt.onset_sample) < WOKEN_MIN_SPEECH_MS
+        )
+        if utt.muted or woken_alone:  # nobody's turn, or the wake phrase alone: no pass
+            self._utterances.remove(utt)
+            if utt.muted:
+                return []
+            return [SpeechEnd(audio_ms=self.now_ms, utterance_id=utt.uid,
+                              start_ms=self._ms(utt.onset_sample),
+                              end_ms=self._ms(utt.onset_sample))]  # fmt: skip
         events: list[Event] = [
             SpeechEnd(
                 audio_ms=self.now_ms,
@@ -435,7 +475,7 @@ class Listener:
         for ended in self._utterances:
             if ended.ended_at >= 0 and not ended.finished:
                 return self._request(ended, ended.final_end(tail))
-        utt = self._current()
+        utt = self._heard()
         if utt is None:
             return None
         silence = self.endpointer.silence_ms
@@ -532,13 +572,16 @@ class Listener:
         utt.agreement.update(words)
         if request.with_timestamps:
             self._trim(utt, request, result.segments)
+        committed = _said(utt, " ".join(utt.agreement.committed))
+        text = _said(utt, utt.agreement.text())
+        unstable = text[len(committed) :].strip() if text.startswith(committed) else text
         return [
             Partial(
                 audio_ms=self.now_ms,
                 utterance_id=utt.uid,
-                text=utt.agreement.text(),
-                committed=" ".join(utt.agreement.committed),
-                unstable=" ".join(utt.agreement.tail),
+                text=text,
+                committed=committed,
+                unstable=unstable,
                 compute_ms=result.compute_ms,
                 no_speech_prob=round(result.no_speech_prob, 3),
             )
@@ -581,19 +624,45 @@ class Listener:
         utt.finished = True
         self._utterances.remove(utt)
         self._spans[utt.uid] = _Span(
-            utt.start_sample, utt.onset_sample, utt.last_speech_end, utt.context(), " ".join(words)
-        )
+            utt.start_sample, utt.onset_sample, utt.last_speech_end, utt.context(),
+            _said(utt, " ".join(words)),
+        )  # fmt: skip
         while len(self._spans) > RECENT_SPANS:
             del self._spans[min(self._spans)]
         return Final(
             audio_ms=self.now_ms,
             utterance_id=utt.uid,
-            text=" ".join(words),
+            text=_said(utt, " ".join(words)),
             start_ms=self._ms(utt.onset_sample),
             end_ms=self._ms(utt.last_speech_end),
             compute_ms=result.compute_ms,
             no_speech_prob=round(result.no_speech_prob, 3),
         )
+
+    # -- behind a wake word ------------------------------------------------------------------
+
+    def wake(self, from_sample: int, unwake: Callable[[str], str]) -> list[Event]:
+        """The wake phrase ended at about ``from_sample``: the open utterance, if it was
+        muted, becomes a turn from there (its earlier audio is dropped: the phrase and any
+        talk before it) and is recognised from now on; ``unwake`` takes what is left of
+        the phrase off its words. Returns its ``SpeechStart`` (none if no speech is open)."""
+        self.dormant = False
+        utt = self._current()
+        if utt is not None and not utt.muted and utt.unwake is None:
+            if self._ms(from_sample - utt.onset_sample) < DORMANT_KEEP_S * 1000:
+                utt.unwake = unwake  # awake already: the phrase opens this turn
+            return []
+        if utt is None or not utt.muted:
+            return []
+        utt.muted = False
+        utt.unwake = unwake
+        cut = min(max(from_sample, utt.start_sample), utt.end_sample)
+        if cut > utt.start_sample:
+            utt.trim(cut - utt.start_sample)
+        utt.onset_sample = max(utt.onset_sample, utt.start_sample)
+        utt.last_speech_end = max(utt.last_speech_end, utt.onset_sample)
+        return [SpeechStart(audio_ms=self.now_ms, utterance_id=utt.uid,
+                            start_ms=self._ms(utt.onset_sample))]  # fmt: skip
 
     # -- one turn, however many pauses -----------------------------------------------------
 

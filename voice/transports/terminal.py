@@ -53,6 +53,12 @@ class TerminalView:
             self._line(f"           (voice-to-voice {data['voice_to_voice_ms']:.0f} ms)")
         elif kind == "error":
             self._line(f"error:     {data['message']}")
+        elif kind == "wake":
+            reason = str(data["reason"])
+            heard = f'heard "{data["phrase"]}"' if reason == "wake_word" else reason
+            self._line(f"           [awake: {heard}]")
+        elif kind == "idle" and data["reason"] != "start":
+            self._line("           [idle: say the wake word]")
         self._status()
 
     def played(self, reply_id: int, samples: int) -> None:

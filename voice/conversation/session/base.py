@@ -25,8 +25,9 @@ from voice.conversation.continuation import Answered, Continuation, Joined
 from voice.conversation.generation import Generation, Playback
 from voice.conversation.metrics import TurnRecord
 from voice.conversation.turns import EndOfTurn, TurnConfig, split_words
+from voice.conversation.wake import WakeGate
 from voice.errors import VoiceError
-from voice.events import Error, Event, StateChanged
+from voice.events import Error, Event, Idle, StateChanged
 from voice.listen.listener import Listener
 from voice.reply.history import History
 from voice.speak.chunking import SentenceChunker
@@ -118,6 +119,7 @@ class SessionBase:
         turn: TurnConfig | None = None,
         eot_available: bool = False,
         echo: EchoCanceller | None = None,
+        wake: WakeGate | None = None,
     ) -> None:
         self.listener = listener
         self.history = history
@@ -177,6 +179,13 @@ class SessionBase:
         self.push_to_talk = False  # the microphone counts only while talking is True
         self._talking = False
         self._next_typed = -2  # typed turns: negative ids (-1 is a reply to no turn)
+        # Behind a wake word (session/wake.py): idle until it is heard; a stop phrase
+        # sends it back to idle as soon as nothing is going on.
+        self.wake = wake
+        self._stop_heard = False
+        if wake is not None:  # a conversation behind a wake word starts idle
+            listener.dormant = True
+            self._emit(Idle(audio_ms=self.now_ms, reason="start"))
 
     # -- clock and output --------------------------------------------------------------------
 
@@ -274,6 +283,8 @@ class SessionBase:
             state = "speculating"
         elif self.listener.open_utterance is not None:
             state = "user_speaking"
+        elif self.wake is not None and not self.wake.awake:
+            state = "idle"  # behind the wake word: speech is not recognised
         else:
             state = "listening"
         self._set_state(state)

@@ -28,7 +28,7 @@ from voice.conversation.session.base import (
     Float32Array,
     valid_text,
 )
-from voice.conversation.session.turn_taking import TurnTaking
+from voice.conversation.session.wake import WakeWord
 from voice.errors import VoiceError
 from voice.events import Error, Final, ReplyText
 from voice.listen.whisper import Transcription
@@ -36,7 +36,7 @@ from voice.listen.whisper import Transcription
 log = logging.getLogger(__name__)
 
 
-class Session(TurnTaking):
+class Session(WakeWord):
     """One conversation, Sans-I/O: frames and engine results in, output out.
 
     Feed it audio (``feed``) and what played (``on_played``); run what ``next_job``
@@ -54,6 +54,7 @@ class Session(TurnTaking):
             frame = np.zeros_like(frame)  # the clock runs on; what the mic hears does not count
         for event in self.listener.feed(frame):
             self._on_listener_event(event)
+        self._watch_wake(frame)
         self._watch_pace()
         self._watch_barge_in()
         self._watch_user_resumed()
@@ -87,6 +88,7 @@ class Session(TurnTaking):
         text = valid_text(text)
         if not text.strip():
             return
+        self._typed_turn_wakes()
         uid, self._next_typed = self._next_typed, self._next_typed - 1
         final = Final(
             audio_ms=self.now_ms, utterance_id=uid, text=text.strip(), start_ms=self.now_ms,
@@ -107,6 +109,8 @@ class Session(TurnTaking):
     def close(self) -> None:
         """The conversation is over: free what its listener holds natively."""
         self.listener.close()
+        if self.wake is not None:
+            self.wake.close()
 
     def reset(self) -> None:
         """Forget the conversation (a kiosk's next visitor): the reply stops, history and
@@ -120,6 +124,8 @@ class Session(TurnTaking):
         self._prefilled_words = ""
         self._spec_tries.clear()
         self._asr_failed.clear()
+        if self.wake is not None and self.wake.awake:
+            self._go_idle("reset")  # the next visitor wakes it
 
     def stop_reply(self) -> None:
         """Stop the reply in progress now (an application's stop button, a new visitor):

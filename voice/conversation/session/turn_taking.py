@@ -70,6 +70,7 @@ class TurnTaking(Speculation, Interruptions):
         if self._is_stop(event.text) or self._joined_turn_stopped(uid, joined, event.text):
             self._cancel_spec("stop phrase")
             self._unanswered = ""
+            self._stop_heard = True  # behind a wake word: idle at once (session/wake.py)
             return
         if not split_words(event.text):
             self._cancel_spec("no words")
