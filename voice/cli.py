@@ -47,7 +47,17 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         from voice.assistant.persona import load_persona
 
         settings = load_persona(args.persona).apply(settings)
+        if getattr(args, "knowledge", None):  # the flag beats the persona's file
+            settings.knowledge.path = args.knowledge
     return settings
+
+
+def _knowledge_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--knowledge",
+        help="Markdown file (or folder) of what the assistant knows: '## ' entries said "
+        "as written (docs/knowledge.md)",
+    )
 
 
 # Command-line flags (argparse dest) that override settings (section, field).
@@ -63,6 +73,7 @@ _FLAGS = {
     ("tts", "voice"): "tts_voice",
     ("tts", "speaking_rate"): "tts_rate",
     ("tts", "threads"): "tts_threads",
+    ("knowledge", "path"): "knowledge",
 }
 
 
@@ -428,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _settings_args(p)
     _llm_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("listen", help="talk at your desk: default microphone and speakers")
@@ -439,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="every event as a JSON line")
     _settings_args(p)
     _llm_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_listen)
 
     p = sub.add_parser("devices", help="list audio devices for `voice listen`")
@@ -493,6 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _settings_args(p)
     _llm_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("chat", help="typed conversation: replies stream as text and speech")

@@ -28,6 +28,7 @@ from typing import Any
 from voice.conversation.session import ConversationConfig
 from voice.conversation.turns import TurnConfig
 from voice.errors import ConfigError
+from voice.knowledge.policy import KnowledgeConfig
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig
 from voice.listen.whisper import AsrConfig
@@ -63,6 +64,7 @@ class Settings:
     turn: TurnConfig = field(default_factory=TurnConfig)
     conversation: ConversationConfig = field(default_factory=ConversationConfig)
     desk: DeskConfig = field(default_factory=DeskConfig)
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
 
     def set(self, section: str, name: str, raw: Any) -> None:
         """Set ``section.name`` from a TOML value or a string, converting to the field's type."""
@@ -135,4 +137,5 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
                 settings.set(part.name, item.name, env[key])
     settings.vad.validate()  # values that cannot work fail now, not at the first session
     settings.listen.validate()
+    settings.knowledge.validate()
     return settings

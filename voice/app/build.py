@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from voice.config import Settings
 from voice.conversation.session import Session
+from voice.embed import Embedder
+from voice.knowledge.policy import Grounding, KnowledgeConfig, load_index, shared_grounding
 from voice.listen.listener import Listener
 from voice.listen.vad import make_classifier
 from voice.listen.whisper import WhisperEngine
@@ -62,13 +64,24 @@ def build_listener(settings: Settings) -> Listener:
 def build_session(settings: Settings, engines: Engines) -> Session:
     """A fresh session (one per conversation) on shared engines; cheap."""
     history = History.for_backend(engines.llm, settings.llm)
-    return Session(
+    session = Session(
         build_listener(settings),
         history,
         config=settings.conversation,
         turn=settings.turn,
         eot_available=engines.has_end_of_turn_model,
     )
+    session.grounding = load_grounding(settings.knowledge)
+    return session
+
+
+def load_grounding(config: KnowledgeConfig) -> Grounding | None:
+    """The knowledge ``config`` names, loaded once per file and process (a server's
+    sessions share it); None without one. A bad file fails here, at start."""
+    if not config.path:
+        return None
+    index = load_index(config.path, Embedder.default(), config.cache_dir)
+    return shared_grounding(index, config)
 
 
 def make_hub(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -95,16 +96,24 @@ class Assistant:
         persona: Persona | str | Path | None = None,
         pool: ModelPool | None = None,
         engines: Engines | None = None,
+        knowledge: str | Path | None = None,
     ) -> None:
         """``settings``: defaults, then the TOML file in ``$VOICE_CONFIG`` and the
         ``VOICE_*`` variables, if not given. ``persona``: a :class:`Persona` or the
         path of its TOML file. ``pool``: where models are shared (the process-wide pool by default);
-        ``engines``: engines of one's own instead (tests, custom backends)."""
+        ``engines``: engines of one's own instead (tests, custom backends).
+        ``knowledge``: a Markdown file (or folder) of what it knows, answered as
+        written (docs/knowledge.md); it replaces the persona's."""
         if isinstance(persona, str | Path):
             persona = load_persona(persona)
         self.persona = persona or Persona(name="Assistant")
         base = settings if settings is not None else load_settings()
         self.settings = self.persona.apply(base) if persona is not None else base
+        if knowledge is not None:
+            self.settings = dataclasses.replace(
+                self.settings,
+                knowledge=dataclasses.replace(self.settings.knowledge, path=str(knowledge)),
+            )
         self.pool = pool or default_pool()
         self.engines = engines or self.pool.engines_for(self.settings)
         self.session: Session = build_session(self.settings, self.engines)

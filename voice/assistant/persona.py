@@ -10,6 +10,9 @@ greeting = "What do you want? I'm busy."
 reply_length = "short"     # short (one sentence), medium (up to three), long (five)
 backchannels = "aye hmm yeah uh-huh"   # words that do not interrupt it
 barge_in = "low"           # how easily speech over it stops it: off, low, normal, high
+knowledge = "brom.md"      # what it knows (Markdown; relative to this file), docs/knowledge.md
+answer = "verbatim"        # how: auto, verbatim (entries said as written), generate
+unknown_reply = "Never heard of it."   # said to a question the knowledge does not answer
 ```
 
 Everything is optional except ``name``. A persona changes a copy of the
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from voice.config import Settings, read_toml
 from voice.errors import ConfigError
+from voice.knowledge.policy import POLICIES
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class Persona:
     reply_length: str | None = None
     backchannels: str | None = None
     barge_in: str | None = None
+    knowledge: str | None = None  # a path; load_persona makes it relative to the file
+    answer: str | None = None
+    unknown_reply: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -69,6 +76,10 @@ class Persona:
             raise ConfigError(
                 f"persona {self.name}: reply_length {self.reply_length!r} is not one of "
                 f"{', '.join(REPLY_LENGTHS)}."
+            )
+        if self.answer is not None and self.answer not in POLICIES:
+            raise ConfigError(
+                f"persona {self.name}: answer {self.answer!r} is not one of {', '.join(POLICIES)}."
             )
         if self.barge_in is not None and self.barge_in not in BARGE_IN:
             raise ConfigError(
@@ -110,6 +121,12 @@ class Persona:
             out.conversation.greeting = self.greeting
         if self.backchannels is not None and self.backchannels.strip():
             out.conversation.backchannels = self.backchannels
+        if self.knowledge is not None:
+            out.knowledge.path = self.knowledge
+        if self.answer is not None:
+            out.knowledge.answer = self.answer
+        if self.unknown_reply is not None:
+            out.knowledge.unknown_reply = self.unknown_reply
         if self.barge_in is not None:
             pause_ms = BARGE_IN[self.barge_in]
             out.conversation.barge_in = pause_ms is not None
@@ -134,4 +151,6 @@ def load_persona(path: str | Path) -> Persona:
     for key, value in data.items():
         if key not in ("speaking_rate", "pitch") and not isinstance(value, str):
             raise ConfigError(f"persona file {source}: {key} must be text, not {value!r}.")
+    if data.get("knowledge"):  # relative to the persona file, wherever it is run from
+        data["knowledge"] = str((source.parent / Path(data["knowledge"]).expanduser()).resolve())
     return Persona(**data)
