@@ -357,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
             "soak",
             "hostile",
             "fuzz",
+            "knowledge",
         ],
         help="which benchmark",
     )
@@ -423,8 +424,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
     p.add_argument("--limit", type=int, help="use only the first N clips (turns: N per set)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--questions",
+        help="knowledge: JSON-lines questions (default: the knowledge file's "
+        ".questions.jsonl beside it)",
+    )
+    p.add_argument(
+        "--policies", help="knowledge: comma-separated of prompt,generate,auto,verbatim (all)"
+    )
     _settings_args(p)
     _llm_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("simulate", help="play a scripted conversation into a session")

@@ -93,6 +93,16 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json:
             print(eot_table(report))
             return 0
+    elif args.what == "knowledge":
+        from voice.bench.knowledge import bench_knowledge
+        from voice.bench.knowledge import format_table as knowledge_table
+
+        report = bench_knowledge(
+            settings, args.knowledge, args.questions, policies=_names(args.policies)
+        )
+        if not args.json:
+            print(knowledge_table(report))
+            return 0
     elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation
 
