@@ -49,6 +49,10 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         settings = load_persona(args.persona).apply(settings)
         if getattr(args, "knowledge", None):  # the flag beats the persona's file
             settings.knowledge.path = args.knowledge
+    if settings.knowledge.path:  # a broken file fails now, not after the models load
+        from voice.knowledge.parse import read_knowledge
+
+        read_knowledge(settings.knowledge.path)
     return settings
 
 
@@ -422,7 +426,11 @@ def build_parser() -> argparse.ArgumentParser:
         "pipecat-ai wheel)",
     )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
-    p.add_argument("--limit", type=int, help="use only the first N clips (turns: N per set)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="use only the first N clips (turns: N per set; knowledge: N questions spoken)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--questions",

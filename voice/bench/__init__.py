@@ -98,7 +98,11 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.knowledge import format_table as knowledge_table
 
         report = bench_knowledge(
-            settings, args.knowledge, args.questions, policies=_names(args.policies)
+            settings,
+            args.knowledge,
+            args.questions,
+            policies=_names(args.policies),
+            spoken=args.limit or 0,
         )
         if not args.json:
             print(knowledge_table(report))

@@ -215,7 +215,10 @@ def bench_knowledge(
     knowledge: str | None = None,
     questions_path: str | None = None,
     policies: list[str] | None = None,
+    spoken: int = 0,
 ) -> dict[str, Any]:
+    """``spoken``: also say the first N questions (in and out of scope, alternating)
+    through a real conversation (voice.bench.knowledge_spoken); 0 skips it."""
     path = Path(knowledge) if knowledge else DEFAULT_KNOWLEDGE
     qpath = Path(questions_path) if questions_path else path.with_suffix(".questions.jsonl")
     entries = read_knowledge(path)
@@ -259,6 +262,21 @@ def bench_knowledge(
             "answers": rows,
         }
     report["policies"] = policy_reports
+    if spoken > 0:
+        from voice.bench.knowledge_spoken import spoken_run
+
+        ins = [q for q in questions if q.in_scope]
+        outs = [q for q in questions if not q.in_scope]
+        mixed = [q for pair in zip(ins, outs, strict=False) for q in pair]
+        chosen_qs = (mixed + ins[len(outs) :])[:spoken]
+        best = "verbatim" if "verbatim" in chosen else chosen[-1]
+        report["spoken"] = {}
+        for name in ("prompt", best):
+            run = _settings_for(settings, name, path, entries)
+            run.conversation.idle_prefill = True  # as a conversation runs
+            report["spoken"][name] = spoken_run(
+                run, engines, chosen_qs, run.knowledge.unknown_reply
+            )
     return report
 
 
@@ -278,5 +296,11 @@ def format_table(report: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {p['in_scope_right']} | {p['in_scope_wrong_fact']} | "
             f"{p['in_scope_declined']} | {p['out_of_scope_unknown']} |"
+        )
+    for name, p in report.get("spoken", {}).items():
+        v2v = p["voice_to_voice_ms"]
+        lines.append(
+            f"spoken, {name}: right {p['in_scope_right']}, unknown reply "
+            f"{p['out_of_scope_unknown']}, voice-to-voice p50 {v2v['p50']} ms p95 {v2v['p95']} ms"
         )
     return "\n".join(lines)

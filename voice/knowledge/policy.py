@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -33,6 +34,7 @@ from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match
 
 POLICIES = ("auto", "verbatim", "generate")
 UNKNOWN_REPLY = "Sorry, I don't know that."
+RECENT = 64  # decisions remembered by text
 SMALL_TALK = (
     "hello", "hi", "hi there", "hey", "good morning", "good afternoon", "good evening",
     "thanks", "thank you", "thank you very much", "cheers", "great, thanks", "okay thanks",
@@ -98,9 +100,22 @@ class Grounding:
         self.index = index
         self.config = config
         self._small_talk = index.embedder.embed(list(SMALL_TALK))
+        # The last few decisions by text: a speculative reply and the reply it becomes
+        # (or another session asked the same) cost one lookup, not two.
+        self._recent: OrderedDict[str, Decision] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def __call__(self, text: str) -> Decision:
-        return self.decide(text)
+        with self._recent_lock:
+            if text in self._recent:
+                self._recent.move_to_end(text)
+                return self._recent[text]
+        decision = self.decide(text)
+        with self._recent_lock:
+            self._recent[text] = decision
+            while len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        return decision
 
     def decide(self, text: str) -> Decision:
         config = self.config
