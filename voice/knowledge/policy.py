@@ -39,6 +39,7 @@ SMALL_TALK = (
     "hello", "hi", "hi there", "hey", "good morning", "good afternoon", "good evening",
     "thanks", "thank you", "thank you very much", "cheers", "great, thanks", "okay thanks",
     "how are you", "how are you doing", "how's it going", "what's up", "nice to meet you",
+    "nice to see you", "glad to see you", "pleased to meet you",
     "who are you", "what's your name", "what are you", "are you a robot",
     "bye", "goodbye", "see you later", "have a nice day", "you're welcome",
     "that's great", "cool", "awesome", "wow", "sorry", "excuse me", "never mind",
