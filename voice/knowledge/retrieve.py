@@ -1,21 +1,22 @@
 """Which entry the user's words ask for, and how sure that is.
 
-Two signals, because each fails where the other holds (docs/knowledge.md has the
-numbers):
+Two kinds of signal, because each fails where the other holds (docs/knowledge.md has
+the numbers):
 
-- **meaning**: the cosine between the words' sentence embedding and each of the
-  entry's phrasings (its heading, split at " | ") and its answer. It finds "I could
-  use a coffee" in "Where is the cafe?", which shares no word with it;
+- **meaning**: cosines between the words' sentence embedding and the entry's
+  phrasings (its heading, split at " | "), its heading with its answer as one text,
+  and its answer's best sentence. It finds "I could use a coffee" in "Where is the
+  cafe?", which shares no word with it;
 - **words**: how much of what the user said, weighted by rarity (IDF over the
   entries, stemmed, stop words dropped), the entry contains. A word no entry has
-  ("mummies") counts against every entry, which is what tells a question the file
-  does not cover from one it does.
+  ("mummies") counts against every entry, which helps tell a question the file does
+  not cover from one it does.
 
-The score is a weighted sum of the two, in [0, 1]-ish units that do not depend on
-the file's size, so one threshold works for a 20-entry NPC and a 1,000-entry
-kiosk. Embeddings of the entries are computed once per file content and kept in a
-cache folder, so a large file loads in a fraction of a second from the second
-time on.
+The score is their weighted sum; the confidence the thresholds use adds the best
+entry's lead over the next one, because an absolute score depends on how a file is
+written (one-word topic headings score lower than questions) and a clear winner does
+not. Embeddings of the entries are computed once per file content and kept in a cache
+folder, so a large file loads in a fraction of a second from the second time on.
 """
 
 from __future__ import annotations
