@@ -187,11 +187,20 @@ def cmd_say(args: argparse.Namespace) -> int:
     return 0
 
 
+SIMULATE_SEED = 1  # `voice simulate`'s sampling seed where none is configured
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from voice.app.build import build_session, load_engines
     from voice.transports.simulate import Script, simulate, write_outputs
 
     settings = _settings(args)
+    if args.seed is not None:
+        settings.llm.seed = args.seed
+    elif settings.llm.seed < 0:
+        # A fresh seed per conversation suits live sessions; a simulation is there to be
+        # run again with one thing changed, so it samples alike unless told otherwise.
+        settings.llm.seed = SIMULATE_SEED
     script = Script.load(args.script or demo_script_path())
     engines = load_engines(settings)
     result = simulate(script, build_session(settings, engines), engines, realtime=args.realtime)
@@ -219,6 +228,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from voice.serve.access import Access
     from voice.serve.limits import Limits
     from voice.serve.server import ServeConfig
+    from voice.serve.tracing import TraceConfig
 
     config = ServeConfig(
         host=args.host,
@@ -233,6 +243,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         drain_s=_drain_s(args.drain_s),
         store=args.store or os.environ.get("VOICE_SERVE_STORE", "") or "memory",
         store_ttl_s=args.store_ttl_s,
+        traces=TraceConfig(on=args.traces, conversation_id=args.trace_conversation_id),
     )
     if args.record_audio and not args.transcripts:
         raise VoiceError("--record-audio needs --transcripts DIR (where the audio goes).")
@@ -361,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
             "soak",
             "hostile",
             "fuzz",
+            "traces",
             "knowledge",
         ],
         help="which benchmark",
@@ -421,6 +433,12 @@ def build_parser() -> argparse.ArgumentParser:
         "voice/bench/replies.py)",
     )
     p.add_argument(
+        "--runs",
+        type=int,
+        help="replies: say the dialogues aloud through whole conversations N times, each "
+        "with other pauses and recognition timing; reports the worst run beside the median",
+    )
+    p.add_argument(
         "--onnx",
         help="prosody, eot: an end-of-turn ONNX model (smart-turn-v3.2-cpu.onnx from the "
         "pipecat-ai wheel)",
@@ -455,6 +473,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out-dir", default="simulation", help="where the outputs go")
     p.add_argument("--realtime", action="store_true", help="run at wall-clock pace")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help=f"the replies' sampling seed (default: llm.seed if set, else {SIMULATE_SEED}: "
+        "the same script gives the same replies)",
+    )
     _settings_args(p)
     _llm_args(p)
     _knowledge_arg(p)
@@ -521,6 +545,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transcripts", metavar="DIR", help="write a JSONL transcript per session")
     p.add_argument(
         "--record-audio", action="store_true", help="also store each session's microphone audio"
+    )
+    p.add_argument(
+        "--traces",
+        action="store_true",
+        help="send a trace per turn over OTLP/HTTP (also on when OTEL_EXPORTER_OTLP_ENDPOINT "
+        "is set; endpoint and service name from the standard OTEL_* variables)",
+    )
+    p.add_argument(
+        "--trace-conversation-id",
+        action="store_true",
+        help="put the conversation id on each turn's trace (off: traces stay unlinked to "
+        "people; or $VOICE_TRACE_CONVERSATION_ID=1)",
     )
     _settings_args(p)
     _llm_args(p)

@@ -10,9 +10,10 @@ import pytest
 
 from voice.assistant.persona import Persona
 from voice.config import Settings
-from voice.reply.guard import MIN_REPEAT_WORDS, has_loop, sentence_key, split_sentences
+from voice.reply.guard import has_loop, split_sentences
 from voice.reply.history import History
 from voice.reply.pipeline import ReplyDone, SpokenAudio, speak_reply
+from voice.reply.repeats import SaidLately
 from voice.speak.tts import PiperTts, TtsConfig
 from voice.think.backend import LlmConfig
 from voice.think.llama import LlamaBackend
@@ -58,15 +59,17 @@ def talk(
 def test_ten_turns_stay_within_the_sentence_cap_and_never_repeat_a_sentence(parts) -> None:  # type: ignore[no-untyped-def]
     config = dataclasses.replace(LlmConfig(), seed=24)
     history = History.for_backend(parts[0], config)
-    said: set[tuple[str, ...]] = set()
+    replies: list[str] = []
     for text in TEN_TURNS:
         done, _ = talk(parts, config, history, text)
         sentences = split_sentences(done.text)
         assert len(sentences) <= config.reply_sentences, done.text
         assert not has_loop(done.text, config.loop_ngram), done.text
-        keys = {sentence_key(s) for s in sentences if len(sentence_key(s)) >= MIN_REPEAT_WORDS}
-        assert not keys & said, f"said again: {done.text!r}"
-        said |= keys
+        said = SaidLately.of(replies[-config.repeat_window :])
+        first = sentences[0] if sentences else ""
+        assert not any(said.repeats(s, s is first) for s in sentences), f"again: {done.text!r}"
+        if done.text.strip() != config.fallback_reply:
+            replies.append(done.text)
 
 
 def test_a_reply_cut_at_the_cap_leaves_only_what_was_spoken_in_history(parts) -> None:  # type: ignore[no-untyped-def]

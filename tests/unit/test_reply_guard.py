@@ -10,7 +10,6 @@ from voice.reply.guard import (
     ReplyLimits,
     has_loop,
     repeated_ngram,
-    sentence_key,
     split_sentences,
     spoken_chars,
     words_of,
@@ -90,7 +89,7 @@ def test_a_repeated_sentence_is_a_loop_and_is_never_spoken() -> None:
 
 
 def test_a_sentence_of_a_recent_reply_is_not_said_again_even_as_the_first() -> None:
-    recent = (sentence_key("You're right, I'm not a tester."),)
+    recent = ("You're right, I'm not a tester.",)
     text = "You're right, I'm not a tester. I can help you plan your day."
     guard, _ = run(text, ReplyLimits(max_sentences=5, recent=recent))
     assert guard.text == "I can help you plan your day."  # held while it matched, skipped
@@ -103,7 +102,7 @@ def test_a_sentence_of_a_recent_reply_is_not_said_again_even_as_the_first() -> N
 def test_a_reply_of_which_nothing_may_be_said_says_the_fallback_once() -> None:
     """Silence is no answer: a reply that only repeats an earlier one, or stutters,
     says the fallback; one that said anything of its own does not."""
-    recent = (sentence_key("A spider has eight legs and two eyes."),)
+    recent = ("A spider has eight legs and two eyes.",)
     limits = ReplyLimits(max_sentences=2, ngram=6, recent=recent, fallback="Sorry, I'm not sure.")
     guard, _ = run("A spider has eight legs and two eyes.", limits)
     assert guard.text == "Sorry, I'm not sure."
@@ -122,8 +121,8 @@ def test_a_stutter_is_a_loop() -> None:
 
 
 def test_text_that_only_starts_like_a_recent_sentence_is_released_whole() -> None:
-    recent = (sentence_key("You're right, I'm not a tester."),)
-    text = "You're right, I'm not a doctor either. Ask one."
+    recent = ("Right, I'm not a tester.",)
+    text = "Right, I'm not a doctor either. Ask one."
     guard, _ = run(text, ReplyLimits(max_sentences=5, recent=recent))
     assert guard.text == text and guard.reason is None
 
@@ -139,7 +138,7 @@ def test_the_first_chunk_is_not_held_back() -> None:
     """First audio is not delayed: the first clause comes out as soon as the chunker
     hands it out, with every limit on."""
     limits = ReplyLimits(
-        max_sentences=2, max_chars=120, ngram=5, recent=(("something", "else", "entirely", "said"),)
+        max_sentences=2, max_chars=120, ngram=5, recent=("Something else entirely said.",)
     )
     guard = ReplyGuard(SentenceChunker(first_chunk_max_chars=24), limits)
     plain = SentenceChunker(first_chunk_max_chars=24)
@@ -164,7 +163,8 @@ def test_detectors() -> None:
         "Come at 10.30 please!",
         "Ok?",
     ]
-    assert has_loop("I am a nurse. I am a nurse.", ngram=0) is False  # short: not a loop
+    assert has_loop("Yes, sure. Yes, sure.", ngram=0) is False  # two words: not a loop
+    assert has_loop("I am a nurse. I am a nurse.", ngram=0)  # three or more: a loop
     assert has_loop("I am here right now. I am here right now.", ngram=0)
     assert repeated_ngram(["no", "no", "no", "no"], 6) == 3
     assert has_loop("one two three four five and one two three four five", ngram=5)
@@ -196,7 +196,7 @@ def test_a_generation_cut_at_the_cap_speaks_and_keeps_only_its_sentences() -> No
     assert gen.text.strip() == shown.strip() == "Hello there. I am fine."
     assert "".join(gen.pending_chunks).strip() == gen.text.strip()
     history.add_turn("hi", gen.text.strip())
-    assert history.prompt_for("and?").limits.recent == (("hello", "there"), ("i", "am", "fine"))
+    assert history.prompt_for("and?").limits.recent == ("Hello there. I am fine.",)
 
 
 def test_seeds_are_per_conversation_and_turn() -> None:
@@ -268,7 +268,7 @@ def test_a_first_chunk_held_as_a_possible_repeat_comes_out_as_the_chunker_cut_it
     """A reply that starts like a recent sentence is held until its sentence ends; then
     its chunks come out as the chunker cut them, so the first audio waits for the short
     first chunk's synthesis, not the whole sentence's."""
-    recent = (sentence_key("That's a wonderful idea for a party."),)
+    recent = ("That's a wonderful idea for a party.",)
     limits = ReplyLimits(max_sentences=2, max_chars=120, ngram=5, recent=recent)
     text = "That's a wonderful way to end on a positive note. Thanks."
     guard = ReplyGuard(SentenceChunker(first_chunk_max_chars=16), limits)

@@ -217,26 +217,29 @@ def test_prometheus_text_parses_and_carries_the_figures() -> None:
     metrics.observe(ReplyStarted(audio_ms=0, reply_id=1, utterance_id=1, text="x", speculative=0))
     metrics.observe(Interrupted(audio_ms=0, reply_id=1, heard_text="", played_ms=0))
     metrics.observe(Error(audio_ms=0, code="llm_timeout", message="m"))
-    metrics.error('odd"code')
+    metrics.error('odd"code')  # not a code of ours: counted, under a bounded label
     metrics.refuse("bad_token")
     hub = {"sessions": 2, "max_sessions": 4, "engine_busy": 0.5,
            "by_kind": {"tts": {"jobs": 3, "seconds": 1.5}}}  # fmt: skip
     heap = HeapUsage(in_use_bytes=1000, free_bytes=200, python_blocks=30)
-    text = metrics.prometheus(hub, 123, heap)
+    text = metrics.prometheus(hub, 123, heap, queue_depth=1).decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in families.values() for s in f.samples}  # fmt: skip
-    assert families["voice_voice_to_voice_seconds"].type == "summary"
-    p50 = samples[("voice_voice_to_voice_seconds", (("quantile", "0.5"),))]
-    p95 = samples[("voice_voice_to_voice_seconds", (("quantile", "0.95"),))]
-    assert abs(p50 - 0.595) < 0.01 and abs(p95 - 1.0405) < 0.01
+    assert families["voice_voice_to_voice_seconds"].type == "histogram"
+    assert samples[("voice_voice_to_voice_seconds_bucket", (("le", "0.5"),))] == 41  # 100..500
+    assert samples[("voice_voice_to_voice_seconds_bucket", (("le", "1.0"),))] == 91
     assert samples[("voice_voice_to_voice_seconds_count", ())] == 100
+    assert abs(samples[("voice_voice_to_voice_seconds_sum", ())] - 59.5) < 1e-6
     assert samples[("voice_barge_in_seconds_count", ())] == 1
     assert samples[("voice_turns_total", ())] == 101
+    assert samples[("voice_replies_total", ())] == 1
+    assert samples[("voice_interruptions_total", ())] == 1
     assert samples[("voice_errors_total", (("code", "llm_timeout"),))] == 1
-    assert samples[("voice_errors_total", (("code", 'odd"code'),))] == 1
+    assert samples[("voice_errors_total", (("code", "other"),))] == 1
     assert samples[("voice_refused_total", (("reason", "bad_token"),))] == 1
     assert samples[("voice_active_sessions", ())] == 2
+    assert samples[("voice_engine_queue_depth", ())] == 1
     assert samples[("voice_engine_jobs_total", (("kind", "tts"),))] == 3
     assert samples[("process_resident_memory_bytes", ())] == 123
     assert samples[("voice_heap_in_use_bytes", ())] == 1000
@@ -245,7 +248,7 @@ def test_prometheus_text_parses_and_carries_the_figures() -> None:
 
 
 def test_metrics_without_turns_still_parse() -> None:
-    text = ServerMetrics().prometheus({"sessions": 0, "max_sessions": 1}, None)
+    text = ServerMetrics().prometheus({"sessions": 0, "max_sessions": 1}, None).decode()
     names = {f.name for f in text_string_to_metric_families(text)}
     assert "voice_voice_to_voice_seconds" in names
 

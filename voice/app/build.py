@@ -63,7 +63,7 @@ def build_listener(settings: Settings) -> Listener:
 
 def build_session(settings: Settings, engines: Engines) -> Session:
     """A fresh session (one per conversation) on shared engines; cheap."""
-    history = History.for_backend(engines.llm, settings.llm)
+    history = History.for_backend(engines.llm, settings.llm, settings.tts.speaking_rate)
     session = Session(
         build_listener(settings),
         history,

@@ -18,6 +18,7 @@ from voice.errors import VoiceError
 from voice.serve.access import exposure_warning
 from voice.serve.server import ServeConfig, serve_until_signalled
 from voice.serve.store import Conversations, RedisStore, StoreUnavailable, make_store
+from voice.serve.tracing import check as check_tracing
 
 
 def run_server(settings: Settings, config: ServeConfig) -> int:
@@ -25,6 +26,7 @@ def run_server(settings: Settings, config: ServeConfig) -> int:
     SIGTERM (a second SIGTERM stops at once)."""
     config.ssl_context()  # a bad certificate fails now, not after loading the models
     store = make_store(config.store, config.store_ttl_s)  # a bad --store, too
+    check_tracing(config.traces)  # traces asked for and OpenTelemetry missing, too
     if isinstance(store, RedisStore):
         try:
             store.ping()

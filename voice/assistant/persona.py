@@ -41,12 +41,13 @@ class ReplyLength:
     max_tokens: int
     sentences: int
     max_chars: int
+    max_audio_s: float = 7.5  # the reply's audio, at most (llm.reply_max_audio_s)
 
 
 REPLY_LENGTHS = {
     "short": ReplyLength("Answer in one short sentence.", 40, 1, 100),
     "medium": ReplyLength("Answer in two or three short sentences.", 90, 3, 200),
-    "long": ReplyLength("Answer in up to five sentences.", 160, 5, 480),
+    "long": ReplyLength("Answer in up to five sentences.", 160, 5, 480, 30.0),
 }
 # barge_in -> the voiced run over a reply that pauses it (ms); None = half-duplex
 BARGE_IN = {"off": None, "low": 250, "normal": 80, "high": 50}
@@ -107,6 +108,7 @@ class Persona:
                 out.llm.max_reply_tokens = length.max_tokens
                 out.llm.reply_sentences = length.sentences
                 out.llm.reply_max_chars = length.max_chars
+                out.llm.reply_max_audio_s = length.max_audio_s
             out.llm.system_prompt = (
                 f"{prompt} Your replies are spoken aloud: plain words, no lists, markdown "
                 f"or emoji. {instruction}"

@@ -1,5 +1,5 @@
 """Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
-turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz.
+turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz, traces.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -93,6 +93,12 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json:
             print(eot_table(report))
             return 0
+    elif args.what == "traces":
+        from voice.bench.traces import bench_traces
+
+        # --clients: the first count (default 1); --limit: rounds of one run each way (2)
+        first = str(args.clients).split(",")[0].strip()
+        report = bench_traces(load_corpus(args.corpus), int(first or 1), rounds=args.limit or 2)
     elif args.what == "knowledge":
         from voice.bench.knowledge import bench_knowledge
         from voice.bench.knowledge import format_table as knowledge_table
@@ -111,6 +117,13 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.conversation import bench_conversation
 
         report = bench_conversation(load_corpus(args.corpus), settings, limit=args.limit)
+    elif args.what == "replies" and args.runs:
+        from voice.bench.replies_spoken import bench_replies_spoken, format_runs
+
+        report = bench_replies_spoken(settings, runs=args.runs, limit=args.limit)
+        if not args.json:
+            print(format_runs(report))
+            return 0
     elif args.what == "replies":
         from voice.bench.replies import bench_replies, format_table
 

@@ -9,7 +9,8 @@ user would hear (the spoken text and audio):
 
 * reply length in words and in seconds of audio (p50/p95);
 * loops: replies with a sentence said twice or a repeated 6-word run;
-* repeats: replies that say again a sentence (4+ words) of an earlier reply;
+* repeats: replies that repeat an earlier reply as a listener hears it (the same
+  sentence, a near-copy, a recurring clause, a copied opening: voice.reply.repeats);
 * on topic: checkable questions whose reply holds the answer, and follow-ups
   whose reply uses the earlier turn;
 * time to first audio (p50/p95), so nothing here costs latency.
@@ -26,9 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 from voice.config import Settings
-from voice.reply.guard import MIN_REPEAT_WORDS, has_loop, sentence_key, split_sentences, words_of
+from voice.reply.guard import has_loop, words_of
 from voice.reply.history import History
 from voice.reply.pipeline import ReplyDone, SpokenAudio, speak_reply
+from voice.reply.repeats import find_repeats
 from voice.speak.tts import PiperTts
 from voice.stats import p50_p95
 from voice.think.backend import LlmBackend, LlmConfig, make_backend, prefill
@@ -43,6 +45,7 @@ LOOP_NGRAM = 6  # the bench's own loop test, whatever the guard is set to
 def _today(llm: LlmConfig) -> None:
     """Before issue 24: the instruction alone, llama.cpp's default sampling, all history."""
     llm.reply_sentences = llm.reply_max_chars = llm.loop_ngram = llm.repeat_window = 0
+    llm.reply_max_audio_s = llm.reply_resamples = 0
     llm.fallback_reply = ""
     llm.history_tokens = 0
     llm.prompt_examples = False
@@ -119,12 +122,12 @@ def run_dialogue(
 ) -> list[dict[str, Any]]:
     """One conversation; per turn what was said, heard and how soon."""
     config = dataclasses.replace(settings.llm, seed=seed)
-    history = History.for_backend(llm, config)
+    history = History.for_backend(llm, config, settings.tts.speaking_rate)
     reset = getattr(llm, "reset_cache", None)
     if reset is not None:
         reset()  # every conversation starts alike, whatever ran before
     rows: list[dict[str, Any]] = []
-    earlier: set[tuple[str, ...]] = set()
+    exchanges: list[tuple[str, str]] = []
     for turn in dialogue.turns:
         messages = history.prompt_for(turn.text)
         samples = 0
@@ -138,8 +141,12 @@ def run_dialogue(
                 done = item
         assert done is not None
         text = done.text.strip()
-        keys = {sentence_key(s) for s in split_sentences(text)}
-        keys = {k for k in keys if len(k) >= MIN_REPEAT_WORDS}
+        exchanges.append((turn.text, text))
+        repeats = [
+            h
+            for h in find_repeats(exchanges, skip=settings.llm.fallback_reply)
+            if h["turn"] == len(exchanges) - 1
+        ]
         words = set(words_of(text))
         hit = any(e in words or (" " in e and e in text.lower()) for e in turn.expect)
         rows.append(
@@ -160,11 +167,12 @@ def run_dialogue(
                 # Nothing of the model's reply could be said: the fallback was.
                 "fallback": bool(text) and text == settings.llm.fallback_reply.strip(),
                 "loop": has_loop(text, LOOP_NGRAM),
-                "repeat": bool(keys & earlier),
+                # As a listener hears it (voice.reply.repeats): a sentence, a near-copy,
+                # a clause or an opening of one of the five replies before.
+                "repeat": bool(repeats),
                 "hit": hit if turn.expect else None,
             }
         )
-        earlier |= keys
         history.add_turn(turn.text, done.text)
         prefill(llm, history.so_far())  # idle time: a real user is speaking now
     return rows

@@ -70,7 +70,7 @@ def bench_reply(settings: Settings, rounds: int = 8) -> dict[str, Any]:
     tts = PiperTts(settings.tts)
     tts.warm_up()
     questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(rounds)]
-    history = History.for_backend(llm, settings.llm)
+    history = History.for_backend(llm, settings.llm, settings.tts.speaking_rate)
     reset = getattr(llm, "reset_cache", None)
     prompts = []
     cold: list[float] = []

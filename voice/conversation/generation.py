@@ -9,6 +9,7 @@ just releasing what it already holds.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -57,11 +58,38 @@ class Generation:
     # The reply's limits (sentences, length, loops) come with its prompt (a History's
     # Prompt); a plain list of messages has none.
     guard: ReplyGuard = field(init=False)
+    attempt: int = 0  # 1, 2...: the reply sampled again (the guard let nothing through)
+    restarted: bool = False  # ... and the lane's stream of the last attempt is to close
     _ends_space: bool = False
 
     def __post_init__(self) -> None:
+        self.guard = self._new_guard()
+
+    def _new_guard(self) -> ReplyGuard:
+        limits = getattr(self.messages, "limits", None) or ReplyLimits()
+        if self.attempt < limits.resamples:  # not the last try: nothing in its place yet
+            limits = dataclasses.replace(limits, fallback="")
+        return ReplyGuard(self.chunker, limits)
+
+    def _sample_again(self) -> bool:
+        """Nothing of the model's reply could be said (it only repeated an earlier
+        reply, or looped): sample it again, if the prompt allows another try."""
+        resampled = getattr(self.messages, "resampled", None)
         limits = getattr(self.messages, "limits", None)
-        self.guard = ReplyGuard(self.chunker, limits if limits is not None else ReplyLimits())
+        if self.said or resampled is None or limits is None or self.attempt >= limits.resamples:
+            return False
+        self.attempt += 1
+        self.messages = resampled(self.attempt)
+        self.restarted, self.llm_done = True, False
+        self.directions = StageDirections()
+        self._ends_space = False
+        self.guard = self._new_guard()
+        return True
+
+    def take_restart(self) -> bool:
+        """Whether the model's stream of an earlier attempt is to be closed (once)."""
+        restarted, self.restarted = self.restarted, False
+        return restarted
 
     @property
     def text(self) -> str:
@@ -101,6 +129,9 @@ class Generation:
     def _speak(self, chunks: list[str]) -> str:
         self.text_parts.extend(chunks)
         self.pending_chunks.extend(c for c in chunks if c.strip())
+        over = self.guard.stopped or self.llm_done
+        if over and not self.text.strip() and self._sample_again():
+            return "".join(chunks)
         if self.guard.stopped:
             self.llm_done = True  # nothing more of it will be said
         return "".join(chunks)

@@ -35,7 +35,7 @@ def run_chat(
     llm = make_backend(llm_config)
     tts = PiperTts(tts_config)
     tts.warm_up()
-    history = History.for_backend(llm, llm_config)
+    history = History.for_backend(llm, llm_config, tts_config.speaking_rate)
     out_dir.mkdir(parents=True, exist_ok=True)
     turn = 0
     for line in lines:

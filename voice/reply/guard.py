@@ -13,16 +13,18 @@ what may be spoken. It stops the reply
   first sentence that runs on past the cap is cut inside, so every later
   sentence is held until it ends and then said whole or not at all,
 * when a sentence repeats one of this reply ("loop") or of the recent replies
-  ("repeat"), or the words repeat an ``ngram``-word run already said in this
-  reply, or stutter ("no, no, no, no": "loop"). A reply that would open with a
-  recent reply's sentence skips that sentence instead (once): silence is no
-  answer, and what follows is often new.
+  ("repeat"), as a listener judges a repeat (:mod:`voice.reply.repeats`: the same
+  sentence of three words or more, a near-copy of one, a recurring clause of
+  four words or more, or the previous reply's opening), or the words repeat an
+  ``ngram``-word run already said in this reply, or stutter ("no, no, no, no":
+  "loop"). A reply that would open with such a sentence skips that sentence
+  instead (once): silence is no answer, and what follows is often new.
 
 What it drops was never spoken, so it is not in the reply's text either: the
 history keeps exactly what was said. A chunk is released the moment it is
-certain, so the first audio is not delayed; only text that starts the same
-way as a sentence already said is held until its sentence ends (a repeat is
-then dropped whole, never half-said).
+certain, so the first audio is not delayed; only text that may still end as a
+repeat (it starts like a sentence or clause said lately) is held until its
+sentence ends (a repeat is then dropped whole, never half-said).
 """
 
 from __future__ import annotations
@@ -31,14 +33,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from voice.reply.repeats import SaidLately, pieces, split_sentences, words_of
 from voice.speak.chunking import SentenceChunker
 
-_WORD = re.compile(r"[a-z0-9']+")
 _CLAUSE_END = re.compile(r"[,;:.!?…—–)\]\"'”’]\s*$")
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]}*_`]*\s*$")
-# A sentence this short ("Sure.", "I'm a nurse, Sam.": a fact asked for again) may
-# recur without being a loop.
-MIN_REPEAT_WORDS = 5
 # A unit of up to this many words said this many times in a row is a loop ("no, no,
 # no, no"), however short.
 STUTTER_WORDS, STUTTER_TIMES = 3, 4
@@ -66,18 +65,7 @@ def spoken_chars(text: str) -> int:
     return len(spoken) + sum(len(_SPOKEN_SYMBOLS[c]) - 1 for c in spoken if c in _SPOKEN_SYMBOLS)
 
 
-def words_of(text: str) -> list[str]:
-    """Lowercase words without punctuation: "You're right!" -> ["you're", "right"]."""
-    return _WORD.findall(text.lower().replace("’", "'"))
-
-
-def sentence_key(text: str) -> tuple[str, ...]:
-    return tuple(words_of(text))
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of a finished text, by the chunker's own sentence rules."""
-    return [p.strip() for p in _pieces(text) if p.strip()]
+__all__ = ["ReplyGuard", "ReplyLimits", "has_loop", "split_sentences", "spoken_chars", "words_of"]
 
 
 def repeated_ngram(words: Sequence[str], n: int) -> int | None:
@@ -108,11 +96,13 @@ def _stutters(words: Sequence[str], end: int) -> bool:
 
 
 def has_loop(text: str, ngram: int) -> bool:
-    """A sentence said twice, or an ``ngram``-word run repeated, within one text."""
-    keys = [sentence_key(s) for s in split_sentences(text)]
-    long_keys = [k for k in keys if len(k) >= MIN_REPEAT_WORDS]
-    if len(long_keys) != len(set(long_keys)):
-        return True
+    """A sentence (or clause) said twice or near-copied, or an ``ngram``-word run
+    repeated, within one text."""
+    said = SaidLately([], [], ())
+    for sentence in split_sentences(text):
+        if said.repeats(sentence):
+            return True
+        said.add(sentence)
     return repeated_ngram(words_of(text), ngram) is not None
 
 
@@ -122,11 +112,20 @@ class ReplyLimits:
 
     max_sentences: int = 0
     max_chars: int = 0
+    # Never past this many (as spoken), not even inside a first sentence that runs on:
+    # the reply's audio stays under llm.reply_max_audio_s (History.for_backend).
+    hard_chars: int = 0
     ngram: int = 0
-    recent: tuple[tuple[str, ...], ...] = ()  # sentence keys of the recent replies
+    # The recent replies' texts (oldest first) a reply may not repeat: the history
+    # leaves out the answers to a question the user asks again.
+    recent: tuple[str, ...] = ()
     # Said in place of a reply of which the guard let nothing through (the model only
     # repeated an earlier reply, or stuttered): "" stays silent.
     fallback: str = ""
+    # Before the fallback, sample the reply again this many times (another seed, no
+    # history: the model copies its last reply from there), so the user hears an
+    # answer rather than "Sorry, I'm not sure." (Prompt.resampled).
+    resamples: int = 0
 
 
 @dataclass
@@ -147,17 +146,17 @@ class ReplyGuard:
     _raw: str = ""
     _held: list[str] = field(default_factory=list)  # chunks of the sentence in progress
     _current: str = ""  # the sentence in progress: released and held chunks
-    _said: set[tuple[str, ...]] = field(default_factory=set)
-    _said_prefixes: set[tuple[str, ...]] = field(default_factory=set)
-    _own: set[tuple[str, ...]] = field(default_factory=set)  # this reply's sentences
+    _current_said: bool = False  # ... of which some was released
+    _lately: SaidLately = field(default_factory=lambda: SaidLately([], [], ()))
+    _own: SaidLately = field(default_factory=lambda: SaidLately([], [], ()))  # this reply
 
     def __post_init__(self) -> None:
-        if self.limits.max_chars > 0:
-            # A run-on sentence is split at half the cap, not 250 characters on, so it
-            # ends at the cap within half a cap (a chunk that would overrun is dropped).
-            self.chunker.max_chars = min(self.chunker.max_chars, max(1, self.limits.max_chars // 2))
-        for key in self.limits.recent:
-            self._remember(key)
+        for cap in (self.limits.max_chars, self.limits.hard_chars):
+            if cap > 0:
+                # A run-on sentence is split at half the cap, not 250 characters on, so it
+                # ends at the cap within half a cap (a chunk that would overrun is dropped).
+                self.chunker.max_chars = min(self.chunker.max_chars, max(1, cap // 2))
+        self._lately = SaidLately.of(self.limits.recent)
 
     @property
     def stopped(self) -> bool:
@@ -204,9 +203,9 @@ class ReplyGuard:
         for number, chunk in enumerate(chunks):
             ends = (final and number == len(chunks) - 1) or bool(_SENTENCE_END.search(chunk))
             got: list[str] = []
-            pieces = _pieces(chunk)
-            for index, piece in enumerate(pieces):
-                earlier, now = self._chunk(piece, ends or index < len(pieces) - 1)
+            parts = pieces(chunk)
+            for index, piece in enumerate(parts):
+                earlier, now = self._chunk(piece, ends or index < len(parts) - 1)
                 # Chunks held back from earlier are released as the chunker cut them: a
                 # held first chunk joined to the rest of its sentence made the first
                 # audio wait for the whole sentence's synthesis.
@@ -228,14 +227,18 @@ class ReplyGuard:
         held back before it, and the piece itself (each may be empty)."""
         limits = self.limits
         pending = "".join(self._held) + chunk
+        hard = limits.hard_chars
+        if hard and self.text.strip() and spoken_chars(self.text + pending.rstrip()) > hard:
+            self._stop("length")  # however the sentence is going: the audio would run long
+            return [], []
         if limits.max_chars and self.text.strip() and self._overruns(pending):
             self._stop("length")
             return [], []
         sentence = self._current + chunk
-        key = sentence_key(sentence)
+        first = not self.sentences and not self.skipped  # it opens the reply
         if not ends_sentence:
             self._current = sentence
-            if key and key in self._said_prefixes:
+            if self._lately.may_repeat(sentence, first) or self._own.may_repeat(sentence):
                 self._held.append(chunk)  # may be a repeat: decided at its end
                 return [], []
             if limits.max_chars and self.sentences:
@@ -244,10 +247,20 @@ class ReplyGuard:
                 # Holding it costs no latency: the sentences before it are playing.
                 self._held.append(chunk)
                 return [], []
+            self._current_said = True
             return self._release([chunk])  # a run-on sentence: the next chunk may overrun
-        if len(key) >= MIN_REPEAT_WORDS and key in self._said:
-            if key in self._own or self.text.strip():
-                self._stop("loop" if key in self._own else "repeat")
+        own = self._own.repeats(sentence)
+        if own or self._lately.repeats(sentence, first):
+            if self._current_said:
+                # Its start was said before it could be told a repeat (a first chunk cut
+                # for first audio): a sentence left on "The cafe is at the" is worse than
+                # one said again, so it ends, and so does the reply.
+                out = self._release([chunk])
+                self._current, self._current_said = "", False
+                self._stop("loop" if own else "repeat")
+                return out
+            if own or self.text.strip():
+                self._stop("loop" if own else "repeat")
                 return [], []
             # Nothing said yet, and it opens with a recent reply's sentence: skip that
             # sentence, not the whole reply (silence is no answer); the rest may be new.
@@ -257,12 +270,10 @@ class ReplyGuard:
             if self.skipped > 1:
                 self._stop("repeat")
             return [], []
-        self._current = ""
+        self._current, self._current_said = "", False
         self.sentences += 1
         if limits.ngram > 0:  # loop checks on: this reply's sentences may not recur
-            self._remember(key)
-            if len(key) >= MIN_REPEAT_WORDS:
-                self._own.add(key)
+            self._own.add(sentence)
         out = self._release([chunk])
         if limits.max_sentences and self.sentences >= limits.max_sentences:
             self._stop("sentences")
@@ -292,13 +303,6 @@ class ReplyGuard:
         self.text += "".join(held + chunks)
         return held, chunks
 
-    def _remember(self, key: tuple[str, ...]) -> None:
-        if len(key) < MIN_REPEAT_WORDS:
-            return
-        self._said.add(key)
-        for end in range(1, len(key) + 1):
-            self._said_prefixes.add(key[:end])
-
     def _stop(self, reason: str) -> None:
         self.reason = reason
         self._held.clear()
@@ -307,9 +311,3 @@ class ReplyGuard:
     def _discard(self) -> None:
         """Drop what the chunker still holds: it will never be spoken."""
         self.chunker.flush()
-
-
-def _pieces(chunk: str) -> list[str]:
-    """A text cut at the sentence ends inside it (whitespace kept, so they join back)."""
-    splitter = SentenceChunker(first_chunk_min_chars=10**6, min_chars=1, max_chars=10**6)
-    return [p for p in splitter.push(chunk) + splitter.flush() if p]

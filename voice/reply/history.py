@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from voice.errors import VoiceError
-from voice.reply.guard import ReplyLimits, sentence_key, split_sentences
+from voice.reply.guard import ReplyLimits
+from voice.reply.repeats import same_question
 from voice.think.backend import LlmBackend, LlmConfig, Message, system_prompt_of
 
 MAX_KEPT_MESSAGES = 200  # far more than any context window holds
@@ -45,6 +46,20 @@ class Prompt(list[Message]):
         super().__init__(messages)
         self.seed = seed
         self.limits = limits or ReplyLimits()
+
+    def resampled(self, attempt: int) -> Prompt:
+        """The request sampled again after the guard let none of its reply through: the
+        system prompt and the user's words alone (the small model copies its last reply
+        from the history), under another seed that is still fixed, so a run repeats."""
+        head = [m for m in self[:1] if m.role == "system"]
+        seed = None if self.seed is None else (self.seed + 7919 * attempt) % 2**31
+        return Prompt([*head, self[-1]], seed, self.limits)
+
+
+# The bundled voice's slowest pace over replies of 3.5 s or more, in spoken characters
+# (voice.reply.guard.spoken_chars) a second at speaking rate 1.0: 14.7-22.3 over 28
+# replies of `voice bench replies`. Characters cap the audio of a reply at this pace.
+SPOKEN_CHARS_PER_S = 15.0
 
 
 def new_seed() -> int:
@@ -82,13 +97,18 @@ class History:
         self._answer_chars = 0
 
     @classmethod
-    def for_backend(cls, backend: LlmBackend, config: LlmConfig) -> History:
-        """A history sized to the backend's context, with the configured persona."""
+    def for_backend(
+        cls, backend: LlmBackend, config: LlmConfig, speaking_rate: float = 1.0
+    ) -> History:
+        """A history sized to the backend's context, with the configured persona;
+        ``speaking_rate``: the voice's (its replies' audio is capped in characters)."""
         limits = ReplyLimits(
             max_sentences=config.reply_sentences,
             max_chars=config.reply_max_chars,
+            hard_chars=int(config.reply_max_audio_s * SPOKEN_CHARS_PER_S * speaking_rate),
             ngram=config.loop_ngram,
             fallback=config.fallback_reply,
+            resamples=config.reply_resamples,
         )
         return cls(
             system_prompt_of(config), backend.context_tokens, config.max_reply_tokens,
@@ -121,18 +141,27 @@ class History:
         opening = self.turns[0] if self.turns and self.turns[0].role == "assistant" else None
         while kept and kept[0].role == "assistant" and kept[0] is not opening:
             kept.pop(0)
-        return Prompt([self.system, *kept, user], self._turn_seed(), self._reply_limits())
+        return Prompt([self.system, *kept, user], self._turn_seed(), self._reply_limits(user_text))
 
     def _turn_seed(self) -> int:
         """Fixed per conversation and turn: a speculative reply and the reply it becomes
         sample alike, and a benchmark run repeats exactly."""
         return (self.seed * 1_000_003 + len(self.turns)) % 2**31
 
-    def _reply_limits(self) -> ReplyLimits:
-        replies = [m.content for m in self.turns if m.role == "assistant"]
-        replies = replies[-self.repeat_window :] if self.repeat_window > 0 else []
-        recent = tuple(sentence_key(s) for text in replies for s in split_sentences(text))
-        return dataclasses.replace(self.limits, recent=recent)
+    def _reply_limits(self, user_text: str) -> ReplyLimits:
+        """The reply's limits, with the recent replies it may not repeat: all but the
+        answers to this same question asked before (an answer given again because the
+        user asked again is no repeat)."""
+        if self.repeat_window <= 0:
+            return self.limits
+        replies: list[str] = []
+        asked: str | None = None
+        for message in self.turns:
+            if message.role == "user":
+                asked = message.content
+            elif asked is None or not user_text or not same_question(asked, user_text):
+                replies.append(message.content)
+        return dataclasses.replace(self.limits, recent=tuple(replies[-self.repeat_window :]))
 
     def _cost(self, message: Message) -> int:
         cost = self._costs.get(message)

@@ -11,6 +11,7 @@ while Piper synthesises on ``tts.threads`` (1), so they never fight for a core.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
@@ -84,7 +85,7 @@ def speak_reply(
     chunker = SentenceChunker(first_chunk_max_chars=first_chunk_max_chars)
     if limits is None:
         limits = getattr(messages, "limits", None) or ReplyLimits()
-    guard = ReplyGuard(chunker, limits)
+    guard = _guard(chunker, limits, attempt=0)
     generated: list[str] = []
     out: queue.Queue[object] = queue.Queue()
     chunks: queue.Queue[object] = queue.Queue()
@@ -98,7 +99,22 @@ def speak_reply(
         return time.perf_counter() - started
 
     def think() -> None:
-        deltas = llm.stream(messages, cancel)
+        nonlocal guard
+        request = messages
+        for attempt in range(limits.resamples + 1):
+            if attempt:  # nothing of the last try could be said: sample it again
+                resampled = getattr(messages, "resampled", None)
+                if resampled is None or cancel.is_set() or errors:
+                    break
+                request = resampled(attempt)
+                guard = _guard(chunker, limits, attempt)
+            generate(request)
+            if "".join(text_parts).strip():
+                break
+        chunks.put(_END)
+
+    def generate(request: list[Message]) -> None:
+        deltas = llm.stream(request, cancel)
         try:
             for delta in deltas:
                 if cancel.is_set():
@@ -126,7 +142,6 @@ def speak_reply(
             close = getattr(deltas, "close", None)
             if close is not None:
                 close()  # frees the model (or the server) now, not at garbage collection
-            chunks.put(_END)
 
     def _queue_chunk(chunk: str) -> None:
         text_parts.append(chunk)
@@ -191,3 +206,10 @@ def speak_reply(
     yield ReplyDone(
         "".join(text_parts), cancel_requested, timings, guard.reason, "".join(generated)
     )
+
+
+def _guard(chunker: SentenceChunker, limits: ReplyLimits, attempt: int) -> ReplyGuard:
+    """The guard of one try: a try that may still be sampled again says no fallback."""
+    if attempt < limits.resamples:
+        limits = dataclasses.replace(limits, fallback="")
+    return ReplyGuard(chunker, limits)

@@ -184,6 +184,7 @@ class EngineHub:
         self.cancel_ms: deque[float] = deque(maxlen=200)
         self._unfinished = 0  # sessions closed whose engine work is not finished yet
         self.compute_ms = 0.0
+        self.queue_depth = 0  # sessions whose next job waited at the last pick
         self.compute_by_kind: dict[str, list[float]] = {}  # kind -> [count, seconds]
         self.started_at = time.perf_counter()
 
@@ -362,6 +363,7 @@ class EngineHub:
                 session = hub_session.session
                 rank = job_rank(job, session.audio_ahead_ms, session.awaiting_first_audio)
             offers.append(((rank, hub_session.served), hub_session))
+        self.queue_depth = max(0, len(offers) - 1)  # waiting behind the one picked (/metrics)
         if not offers:
             return None
         offers.sort(key=lambda offer: offer[0])

@@ -57,8 +57,9 @@ from voice.runtime.memory import heap_usage
 from voice.serve.access import Access
 from voice.serve.lifecycle import DRAIN_POLL_S, DRAIN_S, GOING_AWAY_TEXT, Lifecycle
 from voice.serve.limits import Limits, LoopLag, RateGuard
-from voice.serve.metrics import ServerMetrics
+from voice.serve.metrics import CONTENT_TYPE, ServerMetrics
 from voice.serve.pacing import Pacer
+from voice.serve.phases import TurnTimeline, TurnTracker
 from voice.serve.protocol import (
     CLOSE_GOING_AWAY,
     CLOSE_POLICY,
@@ -87,6 +88,7 @@ from voice.serve.store import (
     new_conversation_id,
     valid_conversation_id,
 )
+from voice.serve.tracing import TraceConfig, TurnTracer, make_tracer
 from voice.transports.playback import PlayedLedger
 
 log = logging.getLogger(__name__)
@@ -115,6 +117,7 @@ class ServeConfig:
     drain_s: float = DRAIN_S  # on SIGTERM: how long open conversations may go on
     store: str = "memory"  # where conversations are kept: memory, or redis://HOST:PORT/DB
     store_ttl_s: float = STORE_TTL_S  # a conversation is forgotten this long after its last save
+    traces: TraceConfig = field(default_factory=TraceConfig)  # OpenTelemetry, per turn
 
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.certfile:
@@ -171,8 +174,11 @@ class Connection:
         loop_lag: LoopLag | None = None,
         lifecycle: Lifecycle | None = None,
         conversations: Conversations | None = None,
+        tracer: TurnTracer | None = None,
     ) -> None:
         self.ws = ws
+        self.tracer = tracer
+        self.turns = TurnTracker()  # the timings metrics and traces derive from events
         self.lifecycle = lifecycle or Lifecycle(config.drain_s)
         self.went_away = False  # closed by a drain (1001), not by the client
         self.conversations = conversations or Conversations(make_store("memory"))
@@ -584,7 +590,7 @@ class Connection:
             now = time.monotonic()
             for item in self.hub_session.take():
                 if isinstance(item, Event):
-                    self.metrics.observe(item)
+                    self._observe(item)
                     if self.on_event is not None:
                         self.on_event(item)
                     if self.transcript is not None:
@@ -612,6 +618,14 @@ class Connection:
                     await self.ws.send(message("audio_start", reply_id=reply_id))
                 await self.ws.send(downlink_frame(reply_id, offset, frame))
             await self._announce_ends()
+
+    def _observe(self, event: Event) -> None:
+        self.metrics.observe(event)
+        seen = self.turns.observe(event)
+        if seen is not None:
+            self.metrics.derived(seen)
+            if self.tracer is not None and isinstance(seen, TurnTimeline):
+                self.tracer.record(seen, self.conversation_id)
 
     async def _announce_ends(self) -> None:
         """``audio_end`` once a reply's last sample is sent: the client may stop waiting
@@ -646,6 +660,7 @@ async def serve_forever(
     if conversations is None:
         conversations = Conversations(make_store(config.store, config.store_ttl_s))
     access = config.access
+    tracer = make_tracer(config.traces, config.port)  # None unless asked for
     loop_lag = LoopLag()  # audio that piled up while the server stalled is not "too fast"
 
     def process_request(connection: ServerConnection, request: Request) -> Response | None:
@@ -671,15 +686,15 @@ async def serve_forever(
             refusal = access.check(request, need_origin_check=False)
             if refusal is not None:
                 return _response(refusal.status, refusal.text.encode() + b"\n", "text/plain")
-            text = metrics.prometheus(hub.stats(), _rss_bytes(), heap_usage())
-            return _response(HTTPStatus.OK, text.encode(), "text/plain; version=0.0.4")
+            text = metrics.prometheus(hub.stats(), _rss_bytes(), heap_usage(), hub.queue_depth)
+            return _response(HTTPStatus.OK, text, CONTENT_TYPE)
         return static_response(config.web_dir, path)
 
     async def handler(ws: ServerConnection) -> None:
         lifecycle.opened()
         try:
             await Connection(
-                ws, hub, config, metrics, on_event, loop_lag, lifecycle, conversations
+                ws, hub, config, metrics, on_event, loop_lag, lifecycle, conversations, tracer
             ).run()
         except ConnectionClosed:
             pass
@@ -708,6 +723,8 @@ async def serve_forever(
         finally:
             heartbeat.cancel()
             conversations.close()
+            if tracer is not None:
+                await asyncio.to_thread(tracer.shutdown)  # the last turns' spans go out
 
 
 async def serve_until_signalled(

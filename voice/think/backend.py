@@ -71,11 +71,18 @@ class LlmConfig:
     # Brevity and loops, enforced on what is spoken (voice.reply.guard); 0 turns one off.
     reply_sentences: int = 2  # a spoken reply ends after this many sentences
     reply_max_chars: int = 120  # ... or at the last sentence end before this many (as spoken)
+    # ... and never past what the voice says in this long (a hard cap on characters, at
+    # the voice's slowest measured pace: docs/replies.md)
+    reply_max_audio_s: float = 7.5
     loop_ngram: int = 6  # ... or when it repeats a run of this many words
-    repeat_window: int = 3  # ... or a sentence of the last this many replies
+    # ... or a sentence, clause or opening of the last this many replies (a listener
+    # hears "You're safe now." in five replies running as one reply said five times)
+    repeat_window: int = 5
     # Said when the guard let none of a reply through (it only repeated an earlier one):
     # silence is no answer. "" keeps it silent.
     fallback_reply: str = "Sorry, I'm not sure."
+    # ... but first sample the reply again, without the history, this many times
+    reply_resamples: int = 1
     prompt_examples: bool = False  # short example exchanges after the system prompt
     history_tokens: int = 256  # past turns in the prompt: the last two or three (0: all that fit)
     no_stage_directions: bool = True  # embedded: ban "(", "*", "[" (see LlamaBackend)

@@ -266,11 +266,12 @@ class Session(TurnTaking):
             return  # a cancelled generation's last step: dropped
         if delta is None:
             tail = gen.finish_text()
+            gen.take_restart()  # sampled again? The finished stream is closed already
             if gen is self._reply and tail:
                 self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=tail))
             return
         spoken = gen.add_delta(delta, self.now_ms)
-        if gen.stopped_early:  # it said enough (or began to loop): free the model now
-            self._closing.append(gen.gen_id)
+        if gen.stopped_early or gen.take_restart():  # it said enough (or began to loop,
+            self._closing.append(gen.gen_id)  # or is sampled again): free the model now
         if gen is self._reply and spoken:
             self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=spoken))
