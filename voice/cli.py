@@ -59,9 +59,23 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         from voice.assistant.persona import load_persona
 
         settings = load_persona(args.persona).apply(settings)
+        if getattr(args, "knowledge", None):  # the flag beats the persona's file
+            settings.knowledge.path = args.knowledge
+    if settings.knowledge.path:  # a broken file fails now, not after the models load
+        from voice.knowledge.parse import read_knowledge
+
+        read_knowledge(settings.knowledge.path)
     from voice.config import with_language
 
     return with_language(settings)
+
+
+def _knowledge_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--knowledge",
+        help="Markdown file (or folder) of what the assistant knows: '## ' entries said "
+        "as written (docs/knowledge.md)",
+    )
 
 
 # Command-line flags (argparse dest) that override settings (section, field).
@@ -81,6 +95,7 @@ _FLAGS = {
     ("wake", "wake_word"): "wake_word",
     ("wake", "follow_up_s"): "follow_up_s",
     ("wake", "earcon"): "earcon",
+    ("knowledge", "path"): "knowledge",
 }
 
 
@@ -381,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
             "mandarin",
             "shapes",
             "wake",
+            "knowledge",
         ],
         help="which benchmark",
     )
@@ -452,10 +468,23 @@ def build_parser() -> argparse.ArgumentParser:
         "pipecat-ai wheel)",
     )
     p.add_argument("--corpus", help="folder with manifest.jsonl (default: the copy in tests)")
-    p.add_argument("--limit", type=int, help="use only the first N clips (turns: N per set)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="use only the first N clips (turns: N per set; knowledge: N questions spoken)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--questions",
+        help="knowledge: JSON-lines questions (default: the knowledge file's "
+        ".questions.jsonl beside it)",
+    )
+    p.add_argument(
+        "--policies", help="knowledge: comma-separated of prompt,generate,auto,verbatim (all)"
+    )
     _settings_args(p)
     _llm_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("simulate", help="play a scripted conversation into a session")
@@ -476,6 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _settings_args(p)
     _llm_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("listen", help="talk at your desk: default microphone and speakers")
@@ -487,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="every event as a JSON line")
     _settings_args(p)
     _llm_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_listen)
 
     p = sub.add_parser("devices", help="list audio devices for `voice listen`")
@@ -553,6 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _settings_args(p)
     _llm_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("chat", help="typed conversation: replies stream as text and speech")

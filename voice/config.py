@@ -29,6 +29,7 @@ from voice.conversation.session import ConversationConfig
 from voice.conversation.turns import TurnConfig
 from voice.conversation.wake import WakeConfig
 from voice.errors import ConfigError
+from voice.knowledge.policy import KnowledgeConfig
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig
 from voice.listen.whisper import AsrConfig
@@ -65,6 +66,7 @@ class Settings:
     conversation: ConversationConfig = field(default_factory=ConversationConfig)
     desk: DeskConfig = field(default_factory=DeskConfig)
     wake: WakeConfig = field(default_factory=WakeConfig)
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
 
     def set(self, section: str, name: str, raw: Any) -> None:
         """Set ``section.name`` from a TOML value or a string, converting to the field's type."""
@@ -138,6 +140,7 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
     settings.vad.validate()  # values that cannot work fail now, not at the first session
     settings.listen.validate()
     check_wake(settings.wake)
+    settings.knowledge.validate()
     return settings
 
 

@@ -18,7 +18,9 @@ from voice.audio.wav import read_wav
 from voice.config import Settings
 from voice.conversation.session import Session
 from voice.conversation.wake import WakeConfig, WakeGate, earcon_tone
+from voice.embed import Embedder
 from voice.errors import ConfigError, VoiceError
+from voice.knowledge.policy import Grounding, KnowledgeConfig, load_index, shared_grounding
 from voice.listen.listener import Listener
 from voice.listen.vad import make_classifier
 from voice.listen.whisper import WhisperEngine
@@ -68,7 +70,7 @@ def build_listener(settings: Settings) -> Listener:
 def build_session(settings: Settings, engines: Engines) -> Session:
     """A fresh session (one per conversation) on shared engines; cheap."""
     history = History.for_backend(engines.llm, settings.llm, settings.tts.speaking_rate)
-    return Session(
+    session = Session(
         build_listener(settings),
         history,
         config=settings.conversation,
@@ -76,6 +78,17 @@ def build_session(settings: Settings, engines: Engines) -> Session:
         eot_available=engines.has_end_of_turn_model,
         wake=build_wake_gate(settings.wake),
     )
+    session.grounding = load_grounding(settings.knowledge)
+    return session
+
+
+def load_grounding(config: KnowledgeConfig) -> Grounding | None:
+    """The knowledge ``config`` names, loaded once per file and process (a server's
+    sessions share it); None without one. A bad file fails here, at start."""
+    if not config.path:
+        return None
+    index = load_index(config.path, Embedder.default(), config.cache_dir)
+    return shared_grounding(index, config)
 
 
 def build_wake_gate(wake: WakeConfig) -> WakeGate | None:

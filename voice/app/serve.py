@@ -12,7 +12,7 @@ import contextlib
 import sys
 import time
 
-from voice.app.build import load_engines, make_hub
+from voice.app.build import load_engines, load_grounding, make_hub
 from voice.config import Settings
 from voice.errors import VoiceError
 from voice.serve.access import exposure_warning
@@ -37,6 +37,7 @@ def run_server(settings: Settings, config: ServeConfig) -> int:
         print(warning, file=sys.stderr, flush=True)
     started = time.perf_counter()
     engines = load_engines(settings)
+    load_grounding(settings.knowledge)  # the knowledge's errors at start, not at a connection
     hub = make_hub(settings, engines, config.max_sessions)
     hub.preload_contexts(config.max_sessions)
     shown = "127.0.0.1" if config.host in ("0.0.0.0", "") else config.host

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import logging
 import threading
 import time
@@ -97,13 +98,16 @@ class Assistant:
         pool: ModelPool | None = None,
         engines: Engines | None = None,
         wake_word: str | None = None,
+        knowledge: str | Path | None = None,
     ) -> None:
         """``settings``: defaults, then the TOML file in ``$VOICE_CONFIG`` and the
         ``VOICE_*`` variables, if not given. ``persona``: a :class:`Persona` or the
         path of its TOML file. ``pool``: where models are shared (the process-wide pool by default);
         ``engines``: engines of one's own instead (tests, custom backends). ``wake_word``:
         hands-free behind a wake word ("hey_jarvis", a model's .json; "" always
-        listens), over what the settings and persona say (docs/wake.md)."""
+        listens), over what the settings and persona say (docs/wake.md).
+        ``knowledge``: a Markdown file (or folder) of what it knows, answered as
+        written (docs/knowledge.md); it replaces the persona's."""
         if isinstance(persona, str | Path):
             persona = load_persona(persona)
         self.persona = persona or Persona(name="Assistant")
@@ -113,6 +117,11 @@ class Assistant:
             self.settings = copy.deepcopy(self.settings)
             self.settings.wake.wake_word = wake_word
             check_wake(self.settings.wake)  # a bad model: one clear error, now
+        if knowledge is not None:
+            self.settings = dataclasses.replace(
+                self.settings,
+                knowledge=dataclasses.replace(self.settings.knowledge, path=str(knowledge)),
+            )
         self.pool = pool or default_pool()
         self.engines = engines or self.pool.engines_for(self.settings)
         self.session: Session = build_session(self.settings, self.engines)

@@ -13,6 +13,9 @@ barge_in = "low"           # how easily speech over it stops it: off, low, norma
 wake_word = "hey_jarvis"   # hands-free: answer only after it (or a microWakeWord .json)
 earcon = "chime.wav"       # its sound on waking: a WAV file, "tone" or "none"
 follow_up_s = 8            # after a reply, speech without the wake word this long
+knowledge = "brom.md"      # what it knows (Markdown; relative to this file), docs/knowledge.md
+answer = "verbatim"        # how: auto, verbatim (entries said as written), generate
+unknown_reply = "Never heard of it."   # said to a question the knowledge does not answer
 ```
 
 Everything is optional except ``name``. A persona changes a copy of the
@@ -28,6 +31,7 @@ from pathlib import Path
 
 from voice.config import Settings, check_wake, read_toml
 from voice.errors import ConfigError
+from voice.knowledge.policy import POLICIES
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,9 @@ class Persona:
     wake_word: str | None = None
     earcon: str | None = None
     follow_up_s: float | None = None
+    knowledge: str | None = None  # a path; load_persona makes it relative to the file
+    answer: str | None = None
+    unknown_reply: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -77,6 +84,10 @@ class Persona:
             raise ConfigError(
                 f"persona {self.name}: reply_length {self.reply_length!r} is not one of "
                 f"{', '.join(REPLY_LENGTHS)}."
+            )
+        if self.answer is not None and self.answer not in POLICIES:
+            raise ConfigError(
+                f"persona {self.name}: answer {self.answer!r} is not one of {', '.join(POLICIES)}."
             )
         if self.barge_in is not None and self.barge_in not in BARGE_IN:
             raise ConfigError(
@@ -128,6 +139,12 @@ class Persona:
             out.conversation.backchannels = self.backchannels
         if self.language is not None and self.language.strip():
             out.conversation.language = self.language.strip()
+        if self.knowledge is not None:
+            out.knowledge.path = self.knowledge
+        if self.answer is not None:
+            out.knowledge.answer = self.answer
+        if self.unknown_reply is not None:
+            out.knowledge.unknown_reply = self.unknown_reply
         if self.barge_in is not None:
             pause_ms = BARGE_IN[self.barge_in]
             out.conversation.barge_in = pause_ms is not None
@@ -160,4 +177,6 @@ def load_persona(path: str | Path) -> Persona:
     for key, value in data.items():
         if key not in ("speaking_rate", "pitch", "follow_up_s") and not isinstance(value, str):
             raise ConfigError(f"persona file {source}: {key} must be text, not {value!r}.")
+    if data.get("knowledge"):  # relative to the persona file, wherever it is run from
+        data["knowledge"] = str((source.parent / Path(data["knowledge"]).expanduser()).resolve())
     return Persona(**data)

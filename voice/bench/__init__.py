@@ -114,6 +114,19 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         report = bench_wake(settings, corpus=args.corpus, limit=args.limit, engine=engine)
         if not args.json:
             print(format_table(report))
+    elif args.what == "knowledge":
+        from voice.bench.knowledge import bench_knowledge
+        from voice.bench.knowledge import format_table as knowledge_table
+
+        report = bench_knowledge(
+            settings,
+            args.knowledge,
+            args.questions,
+            policies=_names(args.policies),
+            spoken=args.limit or 0,
+        )
+        if not args.json:
+            print(knowledge_table(report))
             return 0
     elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation

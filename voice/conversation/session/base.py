@@ -28,8 +28,9 @@ from voice.conversation.turns import EndOfTurn, TurnConfig, split_words
 from voice.conversation.wake import WakeGate
 from voice.errors import VoiceError
 from voice.events import Error, Event, Idle, StateChanged
+from voice.knowledge.policy import Decision, context_prompt
 from voice.listen.listener import Listener
-from voice.reply.history import History
+from voice.reply.history import History, Prompt
 from voice.speak.chunking import SentenceChunker
 from voice.think.backend import Message
 
@@ -96,6 +97,8 @@ class EchoCanceller(Protocol):
 
 
 BeforeReply = Callable[[str], str | None]
+# The user's words -> what the knowledge says of them (voice.knowledge.policy.Grounding).
+Grounder = Callable[[str], Decision]
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, always a lone half of a pair
@@ -186,6 +189,10 @@ class SessionBase:
         if wake is not None:  # a conversation behind a wake word starts idle
             listener.dormant = True
             self._emit(Idle(audio_ms=self.now_ms, reason="start"))
+        # Grounded answers (docs/knowledge.md): every reply to the user's words, spoken,
+        # typed or speculative, asks it first; an entry or the unknown reply is then said
+        # as written (no LLM), and the model only gets what the knowledge leaves to it.
+        self.grounding: Grounder | None = None
 
     # -- clock and output --------------------------------------------------------------------
 
@@ -236,7 +243,29 @@ class SessionBase:
             started_ms=self.now_ms,
         )
         self._next_gen += 1
+        if self.grounding is not None and text.strip():
+            self._ground(gen)
         return gen
+
+    def _ground(self, gen: Generation) -> None:
+        """Say the knowledge's answer as written, or give the model its facts."""
+        assert self.grounding is not None
+        try:
+            decision = self.grounding(gen.user_text)
+        except Exception as exc:  # retrieval must never silence the assistant
+            problem = f"knowledge lookup failed: {type(exc).__name__}: {exc}"
+            self._emit(Error(audio_ms=self.now_ms, code="knowledge_failed", message=problem))
+            return
+        if decision.spoken_as_written:
+            gen.said = True
+            gen.add_delta(decision.text, self.now_ms)
+            gen.finish_text()
+        elif decision.kind == "context" and gen.messages:
+            system, *rest = gen.messages
+            messages = [Message(system.role, context_prompt(system.content, decision.text))]
+            old = gen.messages
+            seed, limits = (old.seed, old.limits) if isinstance(old, Prompt) else (None, None)
+            gen.messages = Prompt([*messages, *rest], seed, limits)
 
     def _cancel_gen(self, gen: Generation) -> None:
         if gen.llm_opened and not gen.llm_done:

@@ -1,0 +1,145 @@
+"""Grounded answers through the real models (docs/knowledge.md): a museum question is
+answered with its entry's fact, a question the file does not cover with the unknown
+reply, small talk by the model; a spoken question through `voice simulate`; an NPC's
+lore through the embedding API; a broken file named with its line."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from voice.app.build import build_session, load_engines
+from voice.assistant import Assistant, ModelPool
+from voice.bench.knowledge import _answer
+from voice.config import Settings
+from voice.events import Event
+from voice.runtime.engines import Engines
+from voice.runtime.faults import make_lane
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+MUSEUM = ROOT / "examples" / "knowledge" / "museum.md"
+UNKNOWN = "Sorry, I don't know that."
+
+
+def _settings() -> Settings:
+    settings = Settings()
+    settings.llm.temperature = 0.0
+    settings.conversation.idle_prefill = False
+    settings.knowledge.path = str(MUSEUM)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def engines() -> Engines:
+    return load_engines(_settings())
+
+
+def test_typed_turns_get_the_entry_the_unknown_reply_or_the_model(engines: Engines) -> None:
+    session = build_session(_settings(), engines)
+    lane = make_lane(engines)
+    try:
+        dinosaurs = _answer(session, lane, "Which floor are the dinosaur skeletons on?")
+        assert dinosaurs.startswith("The dinosaur hall is on the first floor.")
+        assert _answer(session, lane, "Do you have any Egyptian mummies?") == UNKNOWN
+        hello = _answer(session, lane, "Hello!")
+        assert hello and hello != UNKNOWN  # small talk: the model's own words
+        # History keeps what was said: the entry, as the visitor heard it.
+        session.reset()
+        session.submit_text("How much is a ticket for an adult?")
+        while (job := session.next_job()) is not None:
+            session.on_result(job, [0.0] * 160 if type(job).__name__ == "TtsJob" else lane.run(job))
+        reply = session._reply
+        assert reply is not None
+        session.on_played(reply.gen_id, 10**9)
+        assert [m.content for m in session.history.turns] == [
+            "How much is a ticket for an adult?",
+            reply.text.strip(),
+        ]
+        assert "twelve pounds" in reply.text
+    finally:
+        lane.close()
+
+
+def test_generate_gives_the_model_the_entry(engines: Engines) -> None:
+    settings = _settings()
+    settings.knowledge.answer = "generate"
+    session = build_session(settings, engines)
+    lane = make_lane(engines)
+    try:
+        session.submit_text("Which floor is the dinosaur hall on?")
+        gen = session._reply
+        assert gen is not None and not gen.said  # the model writes this one
+        assert "first floor" in gen.messages[0].content  # with the entry in its prompt
+    finally:
+        lane.close()
+
+
+def run(args: list[str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "voice.cli", *args], capture_output=True, text=True,
+        timeout=timeout, cwd=ROOT,
+    )  # fmt: skip
+
+
+def test_a_spoken_question_through_voice_simulate_is_answered_from_the_file(
+    tmp_path: Path, engines: Engines
+) -> None:
+    from voice.audio import write_wav
+
+    speech = list(engines.tts.synthesize("Excuse me, where are the toilets?"))
+    import numpy as np
+
+    write_wav(tmp_path / "q.wav", np.concatenate([np.zeros(8000, np.float32), *speech]))
+    out = tmp_path / "out"
+    result = run(["simulate", str(tmp_path / "q.wav"), "--knowledge", str(MUSEUM),
+                  "-o", str(out), "--json"])  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    said = "".join(e["text"] for e in events if e["type"] == "reply_text")
+    assert "beside the lifts" in said, events
+
+
+def test_a_broken_knowledge_file_is_one_message_naming_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "kiosk.md"
+    bad.write_text("# notes\n\n## Opening hours\nNine to five.\n\n## Cafe\n\n", encoding="utf-8")
+    result = run(["simulate", "--knowledge", str(bad)], timeout=60)
+    assert result.returncode == 2
+    assert f"{bad}, line 6: the entry 'Cafe' has no answer" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_npc_answers_its_lore_through_the_embedding_api() -> None:
+    settings = Settings()
+    settings.llm.temperature = 0.0
+    brom = Assistant(
+        settings, ROOT / "examples" / "personas" / "brom.toml", pool=ModelPool(),
+        knowledge=ROOT / "examples" / "knowledge" / "brom.md",
+    )  # fmt: skip
+    ended = threading.Event()
+    heard: list[str] = []
+
+    def on_event(event: Event) -> None:
+        if event.type == "reply_end" and getattr(event, "heard_text", ""):
+            heard.append(event.heard_text)  # type: ignore[attr-defined]
+            ended.set()
+
+    brom.on("*", on_event)
+    stop = threading.Event()
+    clock = threading.Thread(target=brom.run_silent, args=(stop,))
+    clock.start()
+    try:
+        brom.send_text("What does a steel sword cost?")
+        assert ended.wait(60), "no reply"
+    finally:
+        stop.set()
+        clock.join()
+    assert heard[-1] == "An iron sword is thirty silver, a steel one fifty."
+    assert copy.copy(brom.settings.knowledge.unknown_reply).startswith("Hmph")

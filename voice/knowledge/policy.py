@@ -1,0 +1,193 @@
+"""The answer policy: say the entry as written, say ``unknown_reply``, or let the
+model talk.
+
+The bundled 135M model cannot be trusted to restate a fact it was given (it turned
+"the cafe is on the ground floor" into "the cafe is in the basement"), so:
+
+- ``verbatim``: a confident match is said as written; a question that matches
+  nothing is answered with ``unknown_reply``; small talk goes to the model;
+- ``generate``: the same, but the model words a confident match's answer, with the
+  best entries in its prompt (for a model that can be trusted to restate them);
+- ``auto``: ``verbatim`` for a confident match, the model with the best entries in
+  its prompt for a weaker one (between ``context_threshold`` and ``threshold``),
+  ``unknown_reply`` below that. docs/knowledge.md measures each.
+
+Small talk ("hello", "thanks", "how are you") is told apart by meaning: the
+words' embedding close to one of a few dozen small-talk lines and closer to them
+than to any entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from voice.errors import ConfigError
+from voice.knowledge.parse import read_knowledge
+from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match
+
+POLICIES = ("auto", "verbatim", "generate")
+UNKNOWN_REPLY = "Sorry, I don't know that."
+RECENT = 64  # decisions remembered by text
+SMALL_TALK = (
+    "hello", "hi", "hi there", "hey", "good morning", "good afternoon", "good evening",
+    "thanks", "thank you", "thank you very much", "cheers", "great, thanks", "okay thanks",
+    "how are you", "how are you doing", "how's it going", "what's up", "nice to meet you",
+    "nice to see you", "glad to see you", "pleased to meet you",
+    "who are you", "what's your name", "what are you", "are you a robot",
+    "bye", "goodbye", "see you later", "have a nice day", "you're welcome",
+    "that's great", "cool", "awesome", "wow", "sorry", "excuse me", "never mind",
+    "can you hear me", "tell me a joke", "I'm fine, thanks", "good, and you",
+)  # fmt: skip
+
+
+@dataclass
+class KnowledgeConfig:
+    """The ``[knowledge]`` settings."""
+
+    path: str = ""  # a Markdown file or a folder of them; "" = no knowledge
+    answer: str = "verbatim"  # auto | verbatim | generate
+    unknown_reply: str = UNKNOWN_REPLY
+    # A match this confident (its score plus its lead over the next entry, see
+    # voice.knowledge.retrieve) is said; auto gives the model a weaker one down to
+    # context_threshold. Chosen on the museum set, checked on the hotel set.
+    threshold: float = 0.49
+    context_threshold: float = 0.4
+    small_talk_threshold: float = 0.6  # this close to a small-talk line is small talk
+    context_entries: int = 2  # entries put in the model's prompt (generate, auto)
+    cache_dir: str = ""  # where entry embeddings are kept; "" = ~/.cache/voice/knowledge
+
+    def validate(self) -> None:
+        if self.answer not in POLICIES:
+            raise ConfigError(
+                f"knowledge.answer {self.answer!r} is not one of {', '.join(POLICIES)}.",
+                "verbatim says a matched entry as written; see docs/knowledge.md.",
+            )
+
+
+Kind = Literal["say", "unknown", "context", "chat"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one turn's words.
+
+    ``say``: speak ``text`` (an entry's answer) as written; ``unknown``: speak
+    ``text`` (the unknown reply); ``context``: the model answers with ``text`` (the
+    best entries) in its prompt; ``chat``: the model answers as it would without
+    knowledge (small talk)."""
+
+    kind: Kind
+    text: str = ""
+    matches: tuple[Match, ...] = field(default_factory=tuple)
+    small_talk: float = 0.0
+
+    @property
+    def spoken_as_written(self) -> bool:
+        return self.kind in ("say", "unknown")
+
+
+class Grounding:
+    """Decides, for the user's words, whether the knowledge answers them."""
+
+    def __init__(self, index: KnowledgeIndex, config: KnowledgeConfig) -> None:
+        config.validate()
+        self.index = index
+        self.config = config
+        self._small_talk = index.embedder.embed(list(SMALL_TALK))
+        # The last few decisions by text: a speculative reply and the reply it becomes
+        # (or another session asked the same) cost one lookup, not two.
+        self._recent: OrderedDict[str, Decision] = OrderedDict()
+        self._recent_lock = threading.Lock()
+
+    def __call__(self, text: str) -> Decision:
+        with self._recent_lock:
+            if text in self._recent:
+                self._recent.move_to_end(text)
+                return self._recent[text]
+        decision = self.decide(text)
+        with self._recent_lock:
+            self._recent[text] = decision
+            while len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        return decision
+
+    def decide(self, text: str) -> Decision:
+        config = self.config
+        if not text.strip():
+            return Decision("chat")
+        vector = self.index.embedder.embed([text])[0]
+        matches = tuple(self.index.search(text, k=max(config.context_entries, 1), vector=vector))
+        small_talk = float(np.max(self._small_talk @ vector))
+        best = matches[0] if matches else None
+        if best is not None and best.confidence >= config.threshold:
+            if config.answer == "generate":
+                return Decision("context", self._context(matches), matches, small_talk)
+            return Decision("say", best.entry.answer, matches, small_talk)
+        if small_talk >= config.small_talk_threshold and (
+            best is None or small_talk > best.meaning
+        ):
+            return Decision("chat", "", matches, small_talk)
+        weak = best is not None and best.confidence >= config.context_threshold
+        if config.answer == "auto" and weak:
+            return Decision("context", self._context(matches), matches, small_talk)
+        return Decision("unknown", config.unknown_reply, matches, small_talk)
+
+    def _context(self, matches: tuple[Match, ...]) -> str:
+        floor = self.config.context_threshold
+        facts = [m.entry.answer for m in matches if m.confidence >= floor]
+        return " ".join(facts or [matches[0].entry.answer])
+
+
+def context_prompt(system_prompt: str, facts: str) -> str:
+    """The persona's prompt with the facts the model may use, and only those."""
+    return (
+        f"{system_prompt} Answer the next question using only these facts, in your own "
+        f"words, without adding any other fact: {facts}"
+    ).strip()
+
+
+_LOADED: dict[tuple[object, ...], KnowledgeIndex] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def default_cache_dir() -> Path:
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "voice" / "knowledge"
+
+
+def load_index(path: str | Path, embedder: Embeds, cache_dir: str = "") -> KnowledgeIndex:
+    """The index of a knowledge file or folder, read once per content and process
+    (every browser session of a server shares it); errors name the file and line."""
+    source = Path(path).expanduser()
+    files = sorted(source.glob("*.md")) if source.is_dir() else [source]
+    stamp = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.exists())
+    key = (str(source.resolve()), stamp, id(embedder))
+    with _LOADED_LOCK:
+        index = _LOADED.get(key)
+        if index is None:
+            entries = read_knowledge(source)
+            folder = Path(cache_dir) if cache_dir else default_cache_dir()
+            index = _LOADED[key] = KnowledgeIndex(entries, embedder, cache_dir=folder)
+        return index
+
+
+_GROUNDINGS: dict[tuple[object, ...], Grounding] = {}
+
+
+def shared_grounding(index: KnowledgeIndex, config: KnowledgeConfig) -> Grounding:
+    """One :class:`Grounding` per index and settings (it holds no conversation state)."""
+    key = (id(index), *dataclasses.astuple(config))
+    with _LOADED_LOCK:
+        grounding = _GROUNDINGS.get(key)
+        if grounding is None:
+            grounding = _GROUNDINGS[key] = Grounding(index, config)
+        return grounding

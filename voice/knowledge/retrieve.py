@@ -1,0 +1,199 @@
+"""Which entry the user's words ask for, and how sure that is.
+
+Two kinds of signal, because each fails where the other holds (docs/knowledge.md has
+the numbers):
+
+- **meaning**: cosines between the words' sentence embedding and the entry's
+  phrasings (its heading, split at " | "), its heading with its answer as one text,
+  and its answer's best sentence. It finds "I could use a coffee" in "Where is the
+  cafe?", which shares no word with it;
+- **words**: how much of what the user said, weighted by rarity (IDF over the
+  entries, stemmed, stop words dropped), the entry contains. A word no entry has
+  ("mummies") counts against every entry, which helps tell a question the file does
+  not cover from one it does.
+
+The score is their weighted sum; the confidence the thresholds use adds the best
+entry's lead over the next one, because an absolute score depends on how a file is
+written (one-word topic headings score lower than questions) and a clear winner does
+not. Embeddings of the entries are computed once per file content and kept in a cache
+folder, so a large file loads in a fraction of a second from the second time on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.knowledge.parse import Entry
+
+log = logging.getLogger(__name__)
+FloatArray = npt.NDArray[np.float32]
+
+_STOP = """a an the and or but if of to in on at by for with from into about as is are was
+were be been being am do does did doing have has had i me my we our us you your it its this
+that these those there here what which who whom whose when where why how can could would
+should will shall may might must please tell know want like just so some any get got let
+lets s t d ll m re ve not no yes there's what's where's i'm i'd i'll it's im one much many
+very really also go going"""
+STOP_WORDS = frozenset(_STOP.split())
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+class Embeds(Protocol):
+    """What retrieval needs of a sentence encoder (voice.embed.Embedder is one)."""
+
+    def embed(self, texts: list[str]) -> FloatArray: ...
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: "tickets"/"ticket", "parking"/"park", "opens"/"open"."""
+    for suffix in ("ing", "ies", "es", "ed", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    return word
+
+
+def terms(text: str) -> list[str]:
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    return [part for part in _SENTENCE.split(text) if part.strip()] or [text]
+
+
+@dataclass(frozen=True)
+class Match:
+    entry: Entry
+    index: int
+    score: float  # the weighted sum of the signals, in [0, 1]
+    confidence: float  # the score plus its lead over the next entry: what thresholds use
+    meaning: float  # best cosine over the entry's phrasings
+    words: float  # IDF-weighted share of the user's words the entry contains
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How the four signals add up (chosen on the museum set, checked on the hotel
+    set; docs/knowledge.md): the best phrasing, the heading with its answer as one
+    text, the answer's best sentence, and the words."""
+
+    phrasing: float = 0.25
+    joint: float = 0.25
+    sentence: float = 0.25
+    words: float = 0.25
+
+
+class KnowledgeIndex:
+    """The entries of one knowledge source, ready to be searched."""
+
+    def __init__(
+        self,
+        entries: list[Entry],
+        embedder: Embeds,
+        weights: Weights | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.entries = entries
+        self.embedder = embedder
+        self.weights = weights or Weights()
+        # What is embedded: every phrasing, every answer sentence (rows map back to their
+        # entry), and each entry's heading with its answer.
+        phrasings = [(i, p) for i, e in enumerate(entries) for p in e.phrasings]
+        parts = [(i, s) for i, e in enumerate(entries) for s in sentences(e.answer)]
+        joint = [f"{e.heading}. {e.answer}" for e in entries]
+        texts = [p for _, p in phrasings] + [s for _, s in parts] + joint
+        vectors = self._embed_cached(texts, cache_dir)
+        self._phrasing_owner = np.array([i for i, _ in phrasings], dtype=np.int64)
+        self._sentence_owner = np.array([i for i, _ in parts], dtype=np.int64)
+        self._phrasings = vectors[: len(phrasings)]
+        self._sentences = vectors[len(phrasings) : len(phrasings) + len(parts)]
+        self._joint = vectors[len(phrasings) + len(parts) :]
+        # Words: document frequency over entries (phrasings and answer together).
+        self._docs = [set(terms(" ".join((*e.phrasings, e.answer)))) for e in entries]
+        df: Counter[str] = Counter(t for doc in self._docs for t in doc)
+        n = max(len(entries), 1)
+        self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
+        self._unseen_idf = math.log(1 + n / 0.5)  # a word no entry has weighs the most
+        self._postings: dict[str, list[int]] = {}
+        for i, doc in enumerate(self._docs):
+            for t in doc:
+                self._postings.setdefault(t, []).append(i)
+
+    def _embed_cached(self, texts: list[str], cache_dir: Path | None) -> FloatArray:
+        """Embeddings of ``texts``, from the cache when this exact list was seen."""
+        key = hashlib.sha256("\x00".join(["v2", *texts]).encode()).hexdigest()[:32]
+        path = cache_dir / f"{key}.npy" if cache_dir is not None else None
+        if path is not None and path.is_file():
+            try:
+                cached = np.load(path)
+                if cached.shape[0] == len(texts):
+                    return np.asarray(cached, dtype=np.float32)
+            except (OSError, ValueError):
+                pass  # a broken cache file is recomputed
+        vectors = self.embedder.embed(texts)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+                np.save(tmp, vectors)
+                tmp.replace(path)
+            except OSError as exc:  # a read-only home: slower next start, nothing worse
+                log.warning("cannot cache knowledge embeddings in %s: %s", cache_dir, exc)
+        return vectors
+
+    def word_scores(self, text: str) -> FloatArray:
+        """For each entry, the IDF-weighted share of the text's words it contains."""
+        scores = np.zeros(len(self.entries), dtype=np.float32)
+        query = set(terms(text))
+        total = sum(self._idf.get(t, self._unseen_idf) for t in query)
+        if total <= 0:
+            return scores
+        for t in query:
+            for i in self._postings.get(t, ()):
+                scores[i] += self._idf[t]
+        return scores / np.float32(total)
+
+    def _best_of(self, owners: npt.NDArray[np.int64], cosines: FloatArray) -> FloatArray:
+        best = np.full(len(self.entries), -1.0, dtype=np.float32)
+        np.maximum.at(best, owners, cosines)
+        return best
+
+    def search(self, text: str, k: int = 3, vector: FloatArray | None = None) -> list[Match]:
+        """The ``k`` best entries for ``text``, best first."""
+        if not self.entries or not text.strip():
+            return []
+        if vector is None:
+            vector = self.embedder.embed([text])[0]
+        w = self.weights
+        phrasing = self._best_of(self._phrasing_owner, self._phrasings @ vector)
+        sentence = self._best_of(self._sentence_owner, self._sentences @ vector)
+        words = self.word_scores(text)
+        combined = (
+            w.phrasing * phrasing + w.joint * (self._joint @ vector) + w.sentence * sentence
+            + w.words * words
+        )  # fmt: skip
+        order = np.argsort(-combined)
+        runner_up = float(combined[order[1]]) if len(order) > 1 else 0.0
+        matches = []
+        for rank, i in enumerate(order[:k]):
+            score = float(combined[i])
+            lead = score - (runner_up if rank == 0 else float(combined[order[0]]))
+            matches.append(
+                Match(self.entries[i], int(i), score, score + lead, float(phrasing[i]),
+                      float(words[i]))
+            )  # fmt: skip
+        return matches
