@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from voice.errors import VoiceError
+from voice.errors import ConfigError, VoiceError
 
 
 def _settings_args(parser: argparse.ArgumentParser) -> None:
@@ -219,9 +219,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         # A fresh seed per conversation suits live sessions; a simulation is there to be
         # run again with one thing changed, so it samples alike unless told otherwise.
         settings.llm.seed = SIMULATE_SEED
+    if args.repeatable:
+        if args.realtime:
+            raise ConfigError("--repeatable runs on the virtual clock, not with --realtime.")
+        settings.tts.variation = False
     script = Script.load(args.script or demo_script_path())
     engines = load_engines(settings)
-    result = simulate(script, build_session(settings, engines), engines, realtime=args.realtime)
+    session = build_session(settings, engines)
+    result = simulate(
+        script, session, engines, realtime=args.realtime, repeatable=args.repeatable
+    )
     metrics = write_outputs(result, args.out_dir, title=Path(args.script or "demo").name)
     summary = metrics["summary"]
     if args.json:
@@ -497,6 +504,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out-dir", default="simulation", help="where the outputs go")
     p.add_argument("--realtime", action="store_true", help="run at wall-clock pace")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--repeatable",
+        action="store_true",
+        help="the same words every run: jobs charged a modelled cost instead of their "
+        "compute time, the voice rendered without Piper's random variation (latencies "
+        "are then modelled, not measured)",
+    )
     p.add_argument(
         "--seed",
         type=int,

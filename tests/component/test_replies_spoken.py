@@ -32,7 +32,9 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def engines() -> Engines:
-    return load_engines(Settings())
+    settings = Settings()
+    settings.tts.variation = False  # as `voice simulate --repeatable` renders the voice
+    return load_engines(settings)
 
 
 def spoken(engines: Engines, jitter: int) -> list[tuple[str, str, float]]:
@@ -51,7 +53,8 @@ def spoken(engines: Engines, jitter: int) -> list[tuple[str, str, float]]:
             )
     settings = Settings()
     settings.llm.seed = 1  # as `voice simulate` samples where none is set
-    result = simulate(Script(turns), build_session(settings, engines), engines)
+    session = build_session(settings, engines)
+    result = simulate(Script(turns), session, engines, repeatable=True)
     audio_ms: dict[int, float] = {}
     replies: dict[int, list[str]] = {}
     for event in result.events:
@@ -73,7 +76,7 @@ def test_spoken_replies_never_repeat_run_long_and_come_out_the_same_twice(
     assert find_repeats([(u, r) for u, r, _ in first], skip=fallback) == []
     assert all(0 < seconds <= 8.0 for _, _, seconds in first), first
     assert sum(r == fallback for _, r, _ in first) <= 1, first
-    # Another run with the same timing: Piper's voice and the compute charged to the
-    # clock differ a little, the words do not.
+    # Another run of the same script: the compute each job took differs, the cost the
+    # clock charges for it and the words do not.
     again = spoken(engines, jitter=1)
     assert [r for _, r, _ in again] == [r for _, r, _ in first]

@@ -44,6 +44,7 @@ def server_env(llm_url: str, tokens: int = 400) -> dict[str, str]:
         # model generating.
         "VOICE_LLM_REPLY_SENTENCES": "1000",
         "VOICE_LLM_REPLY_MAX_CHARS": "100000",
+        "VOICE_LLM_REPLY_MAX_AUDIO_S": "0",  # no audio cap either
     }
 
 

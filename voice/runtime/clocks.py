@@ -7,6 +7,10 @@ Both give the session the same inputs in the same order; only time differs.
   result reaches the session only after that much input audio has gone by,
   exactly as a live microphone would have kept talking. Jobs run one at a
   time, as they do live.
+  With a :class:`ModelledCost` it charges each job a cost worked out from its size
+  instead (``voice simulate --repeatable``): every run then gives the session the
+  same inputs at the same moments, so it says the same words, and the latencies it
+  reports are the model's, not measured.
 - :class:`WallClock` runs the jobs on an engine thread while the caller feeds
   audio at the pace it arrives (a device, a socket, or a file paced in real
   time). One lock guards the session; the lock is never held during a job.
@@ -16,9 +20,10 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from voice.conversation.actions import Job
+from voice.audio import SAMPLE_RATE
+from voice.conversation.actions import AsrJob, EotJob, Job, LlmClose, LlmStep, PrefillJob, TtsJob
 from voice.conversation.session import Session
 from voice.runtime.engines import EngineLane
 
@@ -48,12 +53,51 @@ def deliver(session: Session, job: Job, result: object, error: BaseException | N
         session.on_result(job, result)
 
 
-class VirtualClock:
-    """Call ``advance(until_ms)`` before feeding the frame that ends at ``until_ms``."""
+@dataclass
+class ModelledCost:
+    """What a job costs on the 2-core development machine, from its size, about as
+    the benchmarks measure it (docs/performance.md): a recognition pass 30 ms plus 25
+    ms a second of audio (tiny.en on a window the length of the audio), a token 15 ms
+    (SmolLM2-135M, 68 tokens/s) and 60 ms for the step that opens a reply (its
+    prompt's pre-fill), synthesis 0.17 of the audio it makes (Piper's real-time
+    factor), a pre-fill or an end-of-turn probability 60 ms. The real compute time
+    of a job varies from run to run (other programs, caches, the CPU's clock), and
+    where a recognition pass falls changes the words Whisper writes; these do not."""
 
-    def __init__(self, session: Session, lane: EngineLane) -> None:
+    asr_ms: float = 30.0
+    asr_ms_per_s: float = 25.0
+    token_ms: float = 15.0
+    open_ms: float = 60.0
+    tts_share: float = 0.17
+    prefill_ms: float = 60.0
+    _opened: set[int] = field(default_factory=set)
+
+    def __call__(self, job: Job, result: object) -> float:
+        if isinstance(job, AsrJob):
+            return self.asr_ms + self.asr_ms_per_s * len(job.request.audio) / SAMPLE_RATE
+        if isinstance(job, LlmStep):
+            first = job.gen_id not in self._opened
+            self._opened.add(job.gen_id)
+            return self.token_ms + (self.open_ms if first else 0.0)
+        if isinstance(job, TtsJob):
+            samples = getattr(result, "size", 0)
+            return 1.0 + self.tts_share * 1000.0 * samples / SAMPLE_RATE
+        if isinstance(job, EotJob | PrefillJob):
+            return self.prefill_ms
+        assert isinstance(job, LlmClose)
+        return 1.0
+
+
+class VirtualClock:
+    """Call ``advance(until_ms)`` before feeding the frame that ends at ``until_ms``;
+    ``cost``: charge jobs a modelled cost rather than their compute time."""
+
+    def __init__(
+        self, session: Session, lane: EngineLane, cost: ModelledCost | None = None
+    ) -> None:
         self.session = session
         self.lane = lane
+        self.cost = cost
         self.free_at_ms = 0.0
         self._pending: _Done | None = None
         self.compute_ms = 0.0
@@ -76,6 +120,8 @@ class VirtualClock:
                 return
             result, error, ms = run_job(self.lane, job)
             self.compute_ms += ms
+            if self.cost is not None:
+                ms = self.cost(job, result)
             self._pending = _Done(job, result, error, ms, start + ms)
 
     @property

@@ -79,6 +79,10 @@ class TtsConfig:
     output_rate: int = 16000
     first_chunk_max_chars: int = 24
     lead_in_ms: int = 10
+    # Piper draws random noise for each sentence's timing and timbre: the same text is
+    # ~2% longer or shorter each time. Off, it renders the same audio for the same
+    # text (a repeatable simulation; the voice is a little flatter).
+    variation: bool = True
 
 
 def _cancel_check(cancel: Cancel) -> Callable[[], bool]:
@@ -151,6 +155,8 @@ class PiperTts:
         self._syn_config = SynthesisConfig(
             length_scale=float(piper_config.length_scale) / config.speaking_rate * config.pitch
         )
+        if not config.variation:
+            self._syn_config.noise_scale = self._syn_config.noise_w_scale = 0.0
 
     def abort(self) -> None:
         """Stop the model run in progress now, from any thread (it raises in the thread

@@ -40,7 +40,7 @@ from voice.audio.wav import read_wav
 from voice.conversation.session import Output, Session
 from voice.errors import ConfigError
 from voice.events import Event, ReplyEnded, ReplyStarted
-from voice.runtime.clocks import VirtualClock, WallClock
+from voice.runtime.clocks import ModelledCost, VirtualClock, WallClock
 from voice.runtime.engines import Engines
 from voice.runtime.faults import make_lane
 from voice.transports.playback import PlaybackQueue
@@ -208,9 +208,15 @@ class SimulationResult:
 
 
 def simulate(
-    script: Script, session: Session, engines: Engines, realtime: bool = False
+    script: Script,
+    session: Session,
+    engines: Engines,
+    realtime: bool = False,
+    repeatable: bool = False,
 ) -> SimulationResult:
-    """Play ``script`` into ``session`` and record everything that comes out."""
+    """Play ``script`` into ``session`` and record everything that comes out.
+    ``repeatable``: charge jobs a modelled cost, not their compute time, so every run
+    gives the same words (with a voice rendered without variation and a fixed seed)."""
     lane = make_lane(engines, session.config.job_timeout_s)
     user = ScriptedUser(script)
     speaker = SimulatedSpeaker()
@@ -218,7 +224,7 @@ def simulate(
     heard: list[Float32Array] = []
     played: list[Float32Array] = []
     started = time.perf_counter()
-    virtual = VirtualClock(session, lane)
+    virtual = VirtualClock(session, lane, ModelledCost() if repeatable else None)
     quiet_frames = 0
     with contextlib.ExitStack() as stack:
         stack.callback(lane.close)
