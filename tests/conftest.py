@@ -63,6 +63,7 @@ SERVER_ENV = {
     "VOICE_LLM_MAX_REPLY_TOKENS": "60",
     "VOICE_LLM_REPLY_SENTENCES": "5",
     "VOICE_LLM_REPLY_MAX_CHARS": "480",
+    "VOICE_LLM_REPLY_MAX_AUDIO_S": "30",  # a long reply, as a "long" persona gets
 }
 SERVER_MAX_SESSIONS = 3
 
