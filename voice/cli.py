@@ -226,9 +226,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     script = Script.load(args.script or demo_script_path())
     engines = load_engines(settings)
     session = build_session(settings, engines)
-    result = simulate(
-        script, session, engines, realtime=args.realtime, repeatable=args.repeatable
-    )
+    result = simulate(script, session, engines, realtime=args.realtime, repeatable=args.repeatable)
     metrics = write_outputs(result, args.out_dir, title=Path(args.script or "demo").name)
     summary = metrics["summary"]
     if args.json:

@@ -283,3 +283,22 @@ class Idle(Event):
 
     type: ClassVar[str] = "idle"
     reason: str
+
+
+# -- grounded answers -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnowledgeAnswer(Event):
+    """How the knowledge file (``[knowledge] path``) answered reply ``reply_id``, sent
+    right after its ``reply_start``: ``kind`` "say" (``entry``'s answer, said as
+    written), "unknown" (the unknown reply: a factual question the file does not
+    cover), "context" (the model answers with the best entries in its prompt) or
+    "chat" (small talk: the model answers as it would without knowledge).
+    ``confidence``: the best entry's, 0 where none matched."""
+
+    type: ClassVar[str] = "knowledge"
+    reply_id: int
+    kind: str
+    entry: str
+    confidence: float

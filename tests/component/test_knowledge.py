@@ -18,7 +18,7 @@ from voice.app.build import build_session, load_engines
 from voice.assistant import Assistant, ModelPool
 from voice.bench.knowledge import _answer
 from voice.config import Settings
-from voice.events import Event
+from voice.events import Event, KnowledgeAnswer
 from voice.runtime.engines import Engines
 from voice.runtime.faults import make_lane
 
@@ -58,6 +58,9 @@ def test_typed_turns_get_the_entry_the_unknown_reply_or_the_model(engines: Engin
             session.on_result(job, [0.0] * 160 if type(job).__name__ == "TtsJob" else lane.run(job))
         reply = session._reply
         assert reply is not None
+        (told,) = [e for e in session.take() if isinstance(e, KnowledgeAnswer)]
+        assert told.kind == "say" and told.entry and told.confidence > 0  # for the metrics
+        assert told.reply_id == reply.gen_id
         session.on_played(reply.gen_id, 10**9)
         assert [m.content for m in session.history.turns] == [
             "How much is a ticket for an adult?",

@@ -19,6 +19,7 @@ from voice.events import (
     Event,
     Final,
     Interrupted,
+    KnowledgeAnswer,
     Paused,
     ReplyStarted,
     SpeculationCancelled,
@@ -232,6 +233,10 @@ def test_the_tracker_feeds_the_derived_histograms() -> None:
         if seen is not None:
             metrics.derived(seen)
     metrics.observe(Error(audio_ms=0.0, code="llm_timeout", message="m"))
+    for kind in ("say", "say", "unknown"):
+        metrics.observe(
+            KnowledgeAnswer(audio_ms=0.0, reply_id=9, kind=kind, entry="", confidence=0.5)
+        )
     samples = {
         (s.name, tuple(s.labels.values())): s.value
         for f in _families(metrics).values()
@@ -248,6 +253,8 @@ def test_the_tracker_feeds_the_derived_histograms() -> None:
     assert samples[("voice_continuations_total", ())] == 1
     assert samples[("voice_cut_ins_total", ())] == 1
     assert samples[("voice_interruptions_total", ())] == 1
+    assert samples[("voice_knowledge_answers_total", ("say",))] == 2
+    assert samples[("voice_knowledge_answers_total", ("unknown",))] == 1
 
 
 # -- traces: off unless asked for ---------------------------------------------------------

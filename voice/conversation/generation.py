@@ -58,6 +58,8 @@ class Generation:
     # The reply's limits (sentences, length, loops) come with its prompt (a History's
     # Prompt); a plain list of messages has none.
     guard: ReplyGuard = field(init=False)
+    # How the knowledge answered it (kind, the entry's heading, its confidence), if asked
+    knowledge: tuple[str, str, float] | None = None
     attempt: int = 0  # 1, 2...: the reply sampled again (the guard let nothing through)
     restarted: bool = False  # ... and the lane's stream of the last attempt is to close
     _ends_space: bool = False

@@ -31,7 +31,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from voice.events import Error as ErrorEvent
-from voice.events import Event, Interrupted, ReplyStarted, TurnContinued, TurnMetrics
+from voice.events import (
+    Event,
+    Interrupted,
+    KnowledgeAnswer,
+    ReplyStarted,
+    TurnContinued,
+    TurnMetrics,
+)
 from voice.runtime.memory import HeapUsage
 from voice.serve.phases import SpeculationEnded, TurnTimeline
 
@@ -142,6 +149,14 @@ class ServerMetrics:
                 "voice_errors", "Error messages sent to clients, by code.", ["code"], registry=r
             )
         )
+        self.knowledge = _Labelled(
+            Counter(
+                "voice_knowledge_answers",
+                "Replies the knowledge file decided, by kind (say, unknown, context, chat).",
+                ["kind"],
+                registry=r,
+            )
+        )
         self.refused = _Labelled(
             Counter("voice_refused", "Connections turned away, by reason.", ["reason"], registry=r)
         )
@@ -171,6 +186,8 @@ class ServerMetrics:
                 self.cut_ins.inc()
         elif isinstance(event, ErrorEvent):
             self.errors.inc(event.code)
+        elif isinstance(event, KnowledgeAnswer):
+            self.knowledge.inc(event.kind)
 
     def derived(self, seen: SpeculationEnded | TurnTimeline) -> None:
         """What a connection's :class:`~voice.serve.phases.TurnTracker` made of the events."""

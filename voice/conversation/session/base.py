@@ -256,6 +256,12 @@ class SessionBase:
             problem = f"knowledge lookup failed: {type(exc).__name__}: {exc}"
             self._emit(Error(audio_ms=self.now_ms, code="knowledge_failed", message=problem))
             return
+        best = decision.matches[0] if decision.matches else None
+        gen.knowledge = (
+            decision.kind,
+            best.entry.heading if best is not None and decision.kind != "unknown" else "",
+            best.confidence if best is not None else 0.0,
+        )
         if decision.spoken_as_written:
             gen.said = True
             gen.add_delta(decision.text, self.now_ms)

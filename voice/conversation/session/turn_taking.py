@@ -15,7 +15,16 @@ from voice.conversation.metrics import TurnRecord
 from voice.conversation.session.interruption import Interruptions
 from voice.conversation.session.speculation import Speculation
 from voice.conversation.turns import same_turn_text, split_words
-from voice.events import Error, Event, Final, Partial, ReplyStarted, ReplyText, SpeechStart
+from voice.events import (
+    Error,
+    Event,
+    Final,
+    KnowledgeAnswer,
+    Partial,
+    ReplyStarted,
+    ReplyText,
+    SpeechStart,
+)
 
 
 class TurnTaking(Speculation, Interruptions):
@@ -136,6 +145,17 @@ class TurnTaking(Speculation, Interruptions):
                 speculative=speculative,
             )
         )
+        if gen.knowledge is not None:
+            kind, entry, confidence = gen.knowledge
+            self._emit(
+                KnowledgeAnswer(
+                    audio_ms=self.now_ms,
+                    reply_id=gen.gen_id,
+                    kind=kind,
+                    entry=entry,
+                    confidence=confidence,
+                )
+            )
         if gen.text:
             self._emit(ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=gen.text))
         held, gen.held_audio = gen.held_audio, []
