@@ -29,6 +29,14 @@ _SIMPLE: dict[type, str] = {str: "string", int: "integer", float: "number", bool
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
+@dataclass(frozen=True)
+class Say:
+    """What a tool returns to have its words said as they are, with no model turn
+    (``return Say("Here's your sword. That's ten gold.")``)."""
+
+    text: str
+
+
 class ToolError(VoiceError):
     """A function that cannot be a tool, or a call that does not fit its tool."""
 

@@ -245,6 +245,9 @@ class SessionBase:
         self._next_gen += 1
         if self.grounding is not None and text.strip():
             self._ground(gen)
+        mark_tool_choice = getattr(self, "_mark_tool_choice", None)
+        if mark_tool_choice is not None:
+            mark_tool_choice(gen)
         return gen
 
     def _ground(self, gen: Generation) -> None:
@@ -268,6 +271,9 @@ class SessionBase:
             gen.messages = Prompt([*messages, *rest], seed, limits)
 
     def _cancel_gen(self, gen: Generation) -> None:
+        cancel_tool = getattr(self, "_cancel_tool", None)
+        if cancel_tool is not None and gen.tool_stage:
+            cancel_tool(gen)
         if gen.llm_opened and not gen.llm_done:
             self._closing.append(gen.gen_id)
         gen.llm_done = True
