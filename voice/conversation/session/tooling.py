@@ -96,7 +96,8 @@ class ToolCalls(SessionBase):
             run.filler_said = True
             gen.text_parts.append(config.filler_text + " ")
             gen.pending_chunks.append(config.filler_text)
-            filler = ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=config.filler_text)
+            text = config.filler_text + " "
+            filler = ReplyText(audio_ms=self.now_ms, reply_id=gen.gen_id, text=text)
             self._emit(filler)
 
     def _tool_done(self, gen: Generation) -> None:
