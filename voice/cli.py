@@ -397,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
             "shapes",
             "wake",
             "knowledge",
+            "tools",
         ],
         help="which benchmark",
     )
