@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +71,11 @@ CLOSE_WAIT_S = 10.0
 
 Float32Array = npt.NDArray[np.float32]
 Callback = Callable[[Event], None]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _ToolDecorator(Protocol):
+    def __call__(self, fn: _F, /) -> _F: ...
 
 
 def mono_float(block: Any) -> Float32Array:
@@ -391,12 +396,18 @@ class Assistant:
         self.session.before_reply = hook
         return hook
 
-    def tool(self, fn: Callable[..., Any] | None = None, *, examples: Sequence[str] = ()) -> Any:
+    @overload
+    def tool(self, fn: _F) -> _F: ...
+
+    @overload
+    def tool(self, fn: None = None, *, examples: Sequence[str] = ()) -> _ToolDecorator: ...
+
+    def tool(self, fn: _F | None = None, *, examples: Sequence[str] = ()) -> Any:
         """Decorator: make ``fn`` a tool the assistant may call (its name, docstring and
         type hints say what it does and takes; docs/tools.md). ``examples``: a few
         things a user says that need it. ``@bot.tool`` or ``@bot.tool(examples=[...])``."""
 
-        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+        def register(f: _F) -> _F:
             self.toolbox.add(f, examples)
             self._apply_tools()
             return f
