@@ -56,12 +56,12 @@ class Player:
                 return Say(f"You can't afford that. {cost} gold, and you have {self.gold}.")
             self.gold -= cost
             self.bag += [item] * quantity
-            return f"Sold {quantity} {item} for {cost} gold; the player has {self.gold} left."
+            return f"There. {quantity} {item}{'s' if quantity > 1 else ''}, {cost} gold."
 
         def give(item: Literal["potion", "map", "herbs"]) -> str:
             """Give the player a potion, a map or herbs."""
             self.bag.append(item)
-            return f"Gave the player the {item}."
+            return f"Here's your {item}, dear!"
 
         # (a function of the module can take the decorator: @brom.tool(examples=[...]))
         brom.tool(examples=["I'd like to buy a sword", "I'll take two axes"])(sell)
@@ -103,7 +103,10 @@ class Village:
 
     def show(self, npc: Assistant, event: Event) -> None:
         name = npc.persona.name
-        if event.type == "final" and npc is self.facing:
+        if event.type == "tool_call":  # the game acted: show it
+            args = ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())  # type: ignore[attr-defined]
+            print(f"({name} calls {event.name}({args}))", flush=True)  # type: ignore[attr-defined]
+        elif event.type == "final" and npc is self.facing:
             print(f"you: {event.text}", flush=True)  # type: ignore[attr-defined]
         elif event.type == "reply_end":
             print(f"{name}: {event.heard_text}", flush=True)  # type: ignore[attr-defined]

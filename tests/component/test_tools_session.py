@@ -140,9 +140,19 @@ def test_a_call_acts_the_model_tells_it_and_history_keeps_it(
     assert [(c.name, c.arguments) for c in calls] == [("sell", {"item": "sword", "quantity": 2})]
     assert [(r.status, r.result) for r in results] == [("ok", "Sold 2 sword for 20 gold.")]
     assert SHOP["gold"] == gold - 20 and SHOP["bag"][-2:] == ["sword", "sword"]
-    said = _said(out)
-    assert said and not any(c in said for c in '{}"')  # spoken words, never the call's JSON
+    assert _said(out) == "Sold 2 sword for 20 gold."  # a string result, said as written
     assert "sell" in session.history.so_far()[-1].content  # the next turn knows
+    # results = "model": the model tells the outcome, in words, never the call's JSON.
+    chooser.config.results = "model"
+    try:
+        session.submit_text("I want to buy an axe")
+        out = _run(session, lane, 30)
+    finally:
+        chooser.config.results = "say"
+    calls = [e for e in out if isinstance(e, ToolCall)]
+    assert [(c.name, c.arguments) for c in calls] == [("sell", {"item": "axe", "quantity": 1})]
+    said = _said(out)
+    assert said and not any(c in said for c in '{}"')
     # A tool's Say is said as written, without the model.
     session.submit_text("please open the gate")
     out = _run(session, lane, 30)

@@ -67,6 +67,11 @@ class ToolsConfig:
     filler_after_ms: int = 300  # a call still running this long: the filler is said
     filler_text: str = "One moment."
     apology_text: str = "Sorry, I couldn't do that."
+    # What happens to a tool's result: "say": a string is said as written (anything
+    # else goes to the model); "model": the model always tells the outcome. The bundled
+    # 135M model told "sold two swords" as "No, no." and a given potion as "I can't
+    # provide a potion" in examples/npc.py, so strings are said by default.
+    results: str = "say"
 
 
 @dataclass(frozen=True)

@@ -243,11 +243,12 @@ class SessionBase:
             started_ms=self.now_ms,
         )
         self._next_gen += 1
-        if self.grounding is not None and text.strip():
-            self._ground(gen)
+        # Words that call a tool (session/tooling.py) act first; the knowledge answers
+        # the rest.
         mark_tool_choice = getattr(self, "_mark_tool_choice", None)
-        if mark_tool_choice is not None:
-            mark_tool_choice(gen)
+        calls = mark_tool_choice is not None and mark_tool_choice(gen)
+        if self.grounding is not None and text.strip() and not calls:
+            self._ground(gen)
         return gen
 
     def _ground(self, gen: Generation) -> None:

@@ -5,10 +5,11 @@ thread: the shortlist and the grammar-held model). No call: the model answers as
 usual. A call waits until its reply is committed (a speculative reply never acts on
 the game), then runs off the engine thread (voice.conversation.toolcalls) while the
 session keeps listening. After ``filler_after_ms`` the filler is said as the start of
-the reply; the result goes to the model, which tells the outcome, or is said as
-written (a tool's ``Say``); a raise or a run past ``time_limit_s`` ends the reply with
-the tools' apology and an ``error`` event. A barge-in cancels the call (an async
-tool) or drops its result (a sync one). Every ``tool_call`` gets one ``tool_result``.
+the reply; the result is said as written (a ``Say``, or a string with ``results =
+"say"``) or goes to the model, which tells the outcome; a raise or a run past
+``time_limit_s`` ends the reply with the tools' apology and an ``error`` event. A
+barge-in cancels the call (an async tool) or drops its result (a sync one). Every
+``tool_call`` gets one ``tool_result``.
 """
 
 from __future__ import annotations
@@ -36,10 +37,20 @@ class ToolCalls(SessionBase):
     def tools_config(self) -> ToolsConfig:
         return self.tools.config if self.tools is not None else ToolsConfig()
 
-    def _mark_tool_choice(self, gen: Generation) -> None:
-        """Called for every new generation: it asks the tools first."""
-        if self.tools is not None and gen.user_text.strip() and not gen.said:
-            gen.tool_stage = "choose"
+    def _mark_tool_choice(self, gen: Generation) -> bool:
+        """Called for every new generation, before the knowledge: words whose meaning is
+        near a tool's (the shortlist: one embedding, a few ms) ask the tools, and the
+        grammar then makes one of the shortlisted calls. True: it will call."""
+        if self.tools is None or not gen.user_text.strip() or gen.said:
+            return False
+        try:
+            if not self.tools.shortlist(gen.user_text).candidates:
+                return False
+        except Exception as exc:  # the tools must never silence the assistant
+            self._emit(Error(audio_ms=self.now_ms, code="tool_choice_failed", message=str(exc)))
+            return False
+        gen.tool_stage = "choose"
+        return True
 
     def _tool_job(self, gen: Generation) -> ToolChoice | None:
         """The tool work ``gen`` waits on (None: it waits on a running call)."""
@@ -115,9 +126,11 @@ class ToolCalls(SessionBase):
         self._tool_result(gen, "ok", text)
         call = run.call
         gen.tool_note = f"({toolcalls.describe(call)}: {text})"
-        if isinstance(value, Say):
+        if isinstance(value, Say) or (
+            isinstance(value, str) and self.tools_config.results == "say"
+        ):
             gen.said = True
-            self._say_in(gen, value.text)
+            self._say_in(gen, text)
             return
         if gen.messages:
             system, *rest = gen.messages
