@@ -146,3 +146,28 @@ def test_the_words_narrow_closed_sets_and_counts() -> None:
     # nothing named: the closed set stays whole, the count takes its default
     tool = narrowed(make_tool(sell), "what do you sell")
     assert [p.choices for p in tool.params] == [("sword", "axe"), (1,)]
+
+
+def test_the_transcript_records_calls_and_results(tmp_path: Any) -> None:
+    from voice.conversation.transcript import TranscriptWriter, read_transcript
+    from voice.events import ToolCall, ToolResult
+
+    writer = TranscriptWriter(tmp_path, "s1")
+    writer.observe(
+        ToolCall(audio_ms=1.0, reply_id=1, call_id=1, name="sell", arguments={"item": "axe"},
+                 choose_ms=5.0)
+    )  # fmt: skip
+    writer.observe(
+        ToolResult(audio_ms=2.0, reply_id=1, call_id=1, name="sell", status="ok", result="Sold.",
+                   run_ms=1.0)
+    )  # fmt: skip
+    writer.close()
+    records = [
+        {k: v for k, v in r.items() if k != "t"}
+        for r in read_transcript(writer.path)
+        if r["type"].startswith("tool")
+    ]
+    assert records == [
+        {"type": "tool_call", "name": "sell", "arguments": {"item": "axe"}},
+        {"type": "tool_result", "name": "sell", "status": "ok", "result": "Sold."},
+    ]
