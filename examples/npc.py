@@ -9,6 +9,11 @@ type the other's name to turn to them ("Pip, what potions do you have?"); in
 audio mode, Enter also turns you. Each NPC only hears you while you face it,
 and their voices are mixed into one output, frames in and frames out, the way
 a game engine's audio callback would drive them.
+
+They act on the game through tools (docs/tools.md): Brom sells you weapons
+("I'll buy two swords": your gold goes down, your bag fills), Pip gives you a
+potion, a map or herbs. Each tool is a plain function; its docstring and type
+hints are all the model is told of it.
 """
 
 from __future__ import annotations
@@ -18,15 +23,49 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 from voice import Assistant
 from voice.errors import VoiceError
 from voice.events import Event
+from voice.tools import Say
 
 HERE = Path(__file__).resolve().parent
 PERSONAS = ("brom", "pip")
+PRICES = {"sword": 30, "axe": 20, "shield": 25, "dagger": 10, "helmet": 15}
+
+
+class Player:
+    """What the game knows of the player: the tools change it."""
+
+    def __init__(self, gold: int = 100) -> None:
+        self.gold = gold
+        self.bag: list[str] = []
+
+    def equip(self, brom: Assistant, pip: Assistant) -> None:
+        """Give the NPCs their tools (closures over this player)."""
+
+        def sell(
+            item: Literal["sword", "axe", "shield", "dagger", "helmet"], quantity: int = 1
+        ) -> str | Say:
+            """Sell the player weapons or armour from the smithy: a sword, an axe, a shield."""
+            cost = PRICES[item] * quantity
+            if quantity < 1 or cost > self.gold:
+                return Say(f"You can't afford that. {cost} gold, and you have {self.gold}.")
+            self.gold -= cost
+            self.bag += [item] * quantity
+            return f"There. {quantity} {item}{'s' if quantity > 1 else ''}, {cost} gold."
+
+        def give(item: Literal["potion", "map", "herbs"]) -> str:
+            """Give the player a potion, a map or herbs."""
+            self.bag.append(item)
+            return f"Here's your {item}, dear!"
+
+        # (a function of the module can take the decorator: @brom.tool(examples=[...]))
+        brom.tool(examples=["I'd like to buy a sword", "I'll take two axes"])(sell)
+        pip.tool(examples=["can I have a potion", "give me the map please"])(give)
 
 
 class Village:
@@ -64,7 +103,10 @@ class Village:
 
     def show(self, npc: Assistant, event: Event) -> None:
         name = npc.persona.name
-        if event.type == "final" and npc is self.facing:
+        if event.type == "tool_call":  # the game acted: show it
+            args = ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())  # type: ignore[attr-defined]
+            print(f"({name} calls {event.name}({args}))", flush=True)  # type: ignore[attr-defined]
+        elif event.type == "final" and npc is self.facing:
             print(f"you: {event.text}", flush=True)  # type: ignore[attr-defined]
         elif event.type == "reply_end":
             print(f"{name}: {event.heard_text}", flush=True)  # type: ignore[attr-defined]
@@ -149,6 +191,8 @@ def main() -> int:
     except VoiceError as exc:
         print(f"npc: {exc}", file=sys.stderr)
         return 2
+    player = Player()
+    player.equip(*npcs)
     village = Village(npcs)
     text = args.text or not has_audio_devices()
     if text and not args.text:

@@ -402,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
             "shapes",
             "wake",
             "knowledge",
+            "tools",
         ],
         help="which benchmark",
     )

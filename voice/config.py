@@ -35,6 +35,7 @@ from voice.listen.listener import ListenConfig
 from voice.listen.whisper import AsrConfig
 from voice.speak.tts import TtsConfig
 from voice.think.backend import LlmConfig
+from voice.tools.choose import ToolsConfig
 from voice.transports.desk import DeskConfig
 
 
@@ -67,6 +68,7 @@ class Settings:
     desk: DeskConfig = field(default_factory=DeskConfig)
     wake: WakeConfig = field(default_factory=WakeConfig)
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
 
     def set(self, section: str, name: str, raw: Any) -> None:
         """Set ``section.name`` from a TOML value or a string, converting to the field's type."""

@@ -302,3 +302,36 @@ class KnowledgeAnswer(Event):
     kind: str
     entry: str
     confidence: float
+
+
+# -- tools ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall(Event):
+    """The assistant calls a tool (docs/tools.md) for the reply ``reply_id``:
+    ``arguments`` are checked against the tool's parameters; ``choose_ms`` is how long
+    deciding the call took (shortlist and grammar-held model)."""
+
+    type: ClassVar[str] = "tool_call"
+    reply_id: int
+    call_id: int
+    name: str
+    arguments: dict[str, Any]
+    choose_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult(Event):
+    """A tool call is over: ``status`` is "ok" (``result`` is what it returned, as
+    text), "error" (it raised), "timeout" (it ran past its limit and was abandoned) or
+    "cancelled" (a barge-in: an async tool is cancelled, a sync one's result dropped).
+    Every ``tool_call`` gets exactly one ``tool_result``."""
+
+    type: ClassVar[str] = "tool_result"
+    reply_id: int
+    call_id: int
+    name: str
+    status: str
+    result: str
+    run_ms: float

@@ -38,9 +38,9 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +57,8 @@ from voice.events import Error, Event, ReplyEnded
 from voice.runtime.engines import Engines
 from voice.runtime.faults import make_lane
 from voice.runtime.hub import HubSession
+from voice.tools.choose import Chooser
+from voice.tools.schema import Tool, Toolbox
 from voice.transports.playback import PlaybackQueue
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,11 @@ CLOSE_WAIT_S = 10.0
 
 Float32Array = npt.NDArray[np.float32]
 Callback = Callable[[Event], None]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _ToolDecorator(Protocol):
+    def __call__(self, fn: _F, /) -> _F: ...
 
 
 def mono_float(block: Any) -> Float32Array:
@@ -99,6 +106,7 @@ class Assistant:
         engines: Engines | None = None,
         wake_word: str | None = None,
         knowledge: str | Path | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
     ) -> None:
         """``settings``: defaults, then the TOML file in ``$VOICE_CONFIG`` and the
         ``VOICE_*`` variables, if not given. ``persona``: a :class:`Persona` or the
@@ -107,7 +115,9 @@ class Assistant:
         hands-free behind a wake word ("hey_jarvis", a model's .json; "" always
         listens), over what the settings and persona say (docs/wake.md).
         ``knowledge``: a Markdown file (or folder) of what it knows, answered as
-        written (docs/knowledge.md); it replaces the persona's."""
+        written (docs/knowledge.md); it replaces the persona's. ``tools``: functions
+        the assistant may call (docs/tools.md; more with ``@bot.tool``); a function that
+        cannot be a tool is refused here with a ToolError."""
         if isinstance(persona, str | Path):
             persona = load_persona(persona)
         self.persona = persona or Persona(name="Assistant")
@@ -132,6 +142,9 @@ class Assistant:
         self._streams: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event]]] = []
         self._speaker = PlaybackQueue()  # for process(): what plays, block by block
         self._starts = 0  # start()/close() pairs may nest (run_audio inside `with bot:`)
+        self.toolbox = Toolbox(tools)
+        self._chooser: Chooser | None = None
+        self._apply_tools()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -171,6 +184,7 @@ class Assistant:
         session.before_reply, session.push_to_talk, session.echo = (
             old.before_reply, old.push_to_talk, old.echo,
         )  # fmt: skip
+        session.tools = old.tools
         return session
 
     def __enter__(self) -> Assistant:
@@ -381,6 +395,34 @@ class Assistant:
         it returns the text to answer, or None if it handled the turn itself."""
         self.session.before_reply = hook
         return hook
+
+    @overload
+    def tool(self, fn: _F) -> _F: ...
+
+    @overload
+    def tool(self, fn: None = None, *, examples: Sequence[str] = ()) -> _ToolDecorator: ...
+
+    def tool(self, fn: _F | None = None, *, examples: Sequence[str] = ()) -> Any:
+        """Decorator: make ``fn`` a tool the assistant may call (its name, docstring and
+        type hints say what it does and takes; docs/tools.md). ``examples``: a few
+        things a user says that need it. ``@bot.tool`` or ``@bot.tool(examples=[...])``."""
+
+        def register(f: _F) -> _F:
+            self.toolbox.add(f, examples)
+            self._apply_tools()
+            return f
+
+        return register if fn is None else register(fn)
+
+    def _apply_tools(self) -> None:
+        """The session's chooser for the tools as they are now (descriptions embedded)."""
+        if not self.toolbox:
+            return
+        from voice.embed import Embedder
+
+        chooser = Chooser(list(self.toolbox), Embedder.default(), self.settings.tools)
+        with self.lock:
+            self._chooser = self.session.tools = chooser
 
     def on_reply(self, callback: Callable[[ReplyEnded], None]) -> Callable[[ReplyEnded], None]:
         """Decorator: ``callback(reply_end_event)`` after each reply, with what was

@@ -114,6 +114,14 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         report = bench_wake(settings, corpus=args.corpus, limit=args.limit, engine=engine)
         if not args.json:
             print(format_table(report))
+    elif args.what == "tools":  # tool calls chosen on NPC and kiosk utterances
+        from voice.bench.tools import bench_tools
+        from voice.bench.tools import format_table as tools_table
+
+        report = bench_tools(settings)
+        if not args.json:
+            print(tools_table(report))
+            return 0
     elif args.what == "knowledge":
         from voice.bench.knowledge import bench_knowledge
         from voice.bench.knowledge import format_table as knowledge_table

@@ -11,6 +11,7 @@ recognised as stale and dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -69,7 +70,18 @@ class PrefillJob:
     user_prefix: str = ""
 
 
-Job = AsrJob | EotJob | LlmStep | LlmClose | TtsJob | PrefillJob
+@dataclass(frozen=True)
+class ToolChoice:
+    """Decide which tool (if any) the reply ``gen_id`` calls for ``text``: ``chooser``
+    (a voice.tools.choose.Chooser) shortlists and the LLM fills the call under a grammar.
+    The result is a voice.tools.choose.Call or None."""
+
+    gen_id: int
+    text: str
+    chooser: Any
+
+
+Job = AsrJob | EotJob | LlmStep | LlmClose | TtsJob | PrefillJob | ToolChoice
 
 
 def engine_of(job: Job) -> str:

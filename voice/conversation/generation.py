@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +64,12 @@ class Generation:
     attempt: int = 0  # 1, 2...: the reply sampled again (the guard let nothing through)
     restarted: bool = False  # ... and the lane's stream of the last attempt is to close
     _ends_space: bool = False
+    # Tools (session/tooling.py): "choose" (ask the tools), "choosing", "call" (decided,
+    # waits to be committed), "run" (running); "" = none, or over.
+    tool_stage: str = ""
+    tool_call: Any = None  # a voice.tools.choose.Call
+    tool_run: Any = None  # a voice.conversation.toolcalls.ToolRun
+    tool_note: str = ""  # the call and its outcome, in words, for history
 
     def __post_init__(self) -> None:
         self.guard = self._new_guard()

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio.format import SAMPLE_RATE, to_pcm16
-from voice.events import Error, Event, Final, ReplyEnded
+from voice.events import Error, Event, Final, ReplyEnded, ToolCall, ToolResult
 
 Float32Array = npt.NDArray[np.float32]
 
@@ -89,6 +89,13 @@ class TranscriptWriter:
             self.write(record)
         elif isinstance(event, Error):
             self.write({"type": "error", "code": event.code, "message": event.message})
+        elif isinstance(event, ToolCall):
+            self.write({"type": "tool_call", "name": event.name, "arguments": event.arguments})
+        elif isinstance(event, ToolResult):
+            self.write(
+                {"type": "tool_result", "name": event.name, "status": event.status,
+                 "result": event.result}
+            )  # fmt: skip
 
     def audio(self, frame: Float32Array) -> None:
         if self._wav is not None:

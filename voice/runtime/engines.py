@@ -41,6 +41,7 @@ from voice.conversation.actions import (
     LlmClose,
     LlmStep,
     PrefillJob,
+    ToolChoice,
     TtsJob,
     engine_of,
 )
@@ -201,6 +202,9 @@ class EngineLane:
         if isinstance(job, PrefillJob):
             prefill(engines.llm, job.history, job.user_prefix)
             return None
+        if isinstance(job, ToolChoice):
+            self._close_all()  # one generation on the model at a time (its KV is used)
+            return job.chooser.choose(job.text, engines.llm)
         raise TypeError(f"unknown job {job!r}")
 
     def _speak(self, text: str) -> object:

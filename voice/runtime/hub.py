@@ -39,6 +39,7 @@ from voice.conversation.actions import (
     LlmClose,
     LlmStep,
     PrefillJob,
+    ToolChoice,
     TtsJob,
 )
 from voice.conversation.session import PHRASE_GENS, Output, Session
@@ -78,7 +79,7 @@ def job_rank(job: Job, audio_ahead_ms: float = 0.0, awaiting_first_audio: bool =
         return 4 if job.request.live else 1
     if isinstance(job, PrefillJob) or (isinstance(job, TtsJob) and job.gen_id in PHRASE_GENS):
         return 6  # spare time: pre-fill, and phrases rendered ahead (apology, filler)
-    if not isinstance(job, TtsJob | LlmStep | EotJob):
+    if not isinstance(job, TtsJob | LlmStep | EotJob | ToolChoice):
         raise TypeError(f"unknown job {job!r}")
     if awaiting_first_audio:
         return 2
@@ -93,7 +94,7 @@ def job_kind(job: Job) -> str:
     if isinstance(job, AsrJob):
         return "asr_live" if job.request.live else "asr_pause"
     return {LlmClose: "llm_close", TtsJob: "tts", EotJob: "eot", LlmStep: "llm_step",
-            PrefillJob: "prefill"}[type(job)]  # fmt: skip
+            PrefillJob: "prefill", ToolChoice: "tool_choice"}[type(job)]  # fmt: skip
 
 
 @dataclass

@@ -178,6 +178,21 @@ class LlamaBackend:
         shifted = np.exp(logits - logits.max())
         return float(shifted[self._eot_token] / shifted.sum())
 
+    def constrained(self, messages: list[Message], grammar: str, max_tokens: int) -> str:
+        """The model's whole reply to ``messages``, greedy and held to the GBNF
+        ``grammar`` (a tool call, voice.tools.grammar): it can write nothing else."""
+        return str(self._worker.submit(self._constrained, messages, grammar, max_tokens).result())
+
+    def _constrained(self, messages: list[Message], grammar: str, max_tokens: int) -> str:
+        from llama_cpp import LlamaGrammar  # type: ignore[attr-defined]
+
+        rules = LlamaGrammar.from_string(grammar, verbose=False)
+        prompt = str(self._chat_formatter()(messages=[m.to_dict() for m in messages]).prompt)
+        out = self.llm.create_completion(
+            prompt, max_tokens=max_tokens, temperature=0.0, grammar=rules, stream=False
+        )
+        return str(cast(dict[str, Any], out)["choices"][0]["text"])
+
     def reset_cache(self) -> None:
         """Forget the cached prompt, so the next request pre-fills from scratch (benchmarks)."""
         self._worker.submit(self.llm.reset).result()

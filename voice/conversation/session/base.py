@@ -243,7 +243,11 @@ class SessionBase:
             started_ms=self.now_ms,
         )
         self._next_gen += 1
-        if self.grounding is not None and text.strip():
+        # Words that call a tool (session/tooling.py) act first; the knowledge answers
+        # the rest.
+        mark_tool_choice = getattr(self, "_mark_tool_choice", None)
+        calls = mark_tool_choice is not None and mark_tool_choice(gen)
+        if self.grounding is not None and text.strip() and not calls:
             self._ground(gen)
         return gen
 
@@ -274,6 +278,9 @@ class SessionBase:
             gen.messages = Prompt([*messages, *rest], seed, limits)
 
     def _cancel_gen(self, gen: Generation) -> None:
+        cancel_tool = getattr(self, "_cancel_tool", None)
+        if cancel_tool is not None and gen.tool_stage:
+            cancel_tool(gen)
         if gen.llm_opened and not gen.llm_done:
             self._closing.append(gen.gen_id)
         gen.llm_done = True

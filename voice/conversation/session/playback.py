@@ -177,8 +177,9 @@ class PlaybackAccounting(SessionBase):
         self._answered = None
         if not remember:
             pass
-        elif heard and gen.user_text:
-            self.history.add_turn(gen.user_text, heard)
+        elif (heard or gen.tool_note) and gen.user_text:
+            # A tool call is remembered with the reply ("Did you open the gate?").
+            self.history.add_turn(gen.user_text, f"{gen.tool_note} {heard}".strip())
             if not cut and gen.utterance_id > 0 and self._turn is not None:
                 self._answered = Answered(
                     gen.utterance_id, gen.gen_id, self._heard_ms(), self._turn.user_end_ms,

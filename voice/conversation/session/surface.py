@@ -17,6 +17,7 @@ from voice.conversation.actions import (
     LlmClose,
     LlmStep,
     PrefillJob,
+    ToolChoice,
     TtsJob,
     engine_of,
 )
@@ -28,6 +29,7 @@ from voice.conversation.session.base import (
     Float32Array,
     valid_text,
 )
+from voice.conversation.session.tooling import ToolCalls
 from voice.conversation.session.wake import WakeWord
 from voice.errors import VoiceError
 from voice.events import Error, Final, ReplyText
@@ -36,7 +38,7 @@ from voice.listen.whisper import Transcription
 log = logging.getLogger(__name__)
 
 
-class Session(WakeWord):
+class Session(WakeWord, ToolCalls):
     """One conversation, Sans-I/O: frames and engine results in, output out.
 
     Feed it audio (``feed``) and what played (``on_played``); run what ``next_job``
@@ -60,6 +62,7 @@ class Session(WakeWord):
         self._watch_user_resumed()
         self._watch_deferred_speculation()
         self._watch_filler()
+        self._watch_tools()
         self._update_state()
 
     def talk(self, down: bool) -> None:
@@ -140,6 +143,7 @@ class Session(WakeWord):
         """The work the CPU should do next, or None. Run it, then call ``on_result``."""
         if self._closing:
             return LlmClose(self._closing.popleft())
+        self._watch_tools()
         request = self.listener.next_request()
         if request is not None:  # recognition first: nothing may starve the ears
             return AsrJob(request)
@@ -204,6 +208,8 @@ class Session(WakeWord):
             seq, gen.next_seq = gen.next_seq, gen.next_seq + 1
             return TtsJob(gen.gen_id, seq, gen.pending_chunks.popleft())
         generating = not gen.speculative or self.config.speculate
+        if gen.tool_stage:  # the tools first; a running call holds the model's turn
+            return self._tool_job(gen) if generating else None
         if generating and not gen.llm_done:
             gen.llm_opened = True
             return LlmStep(gen.gen_id, gen.messages)
@@ -225,6 +231,8 @@ class Session(WakeWord):
         elif isinstance(job, LlmStep):
             self._on_delta(job.gen_id, result if isinstance(result, str) else None)
             self._end_reply_if_played()
+        elif isinstance(job, ToolChoice):
+            self._on_tool_choice(job, result)
         elif isinstance(job, TtsJob):
             audio = np.asarray(result, dtype=np.float32).reshape(-1)
             self._on_audio(job, audio)
@@ -235,6 +243,10 @@ class Session(WakeWord):
         """An engine raised or timed out: report it, end what depended on it, and if
         the user was waiting for an answer, say the apology (the session goes on)."""
         engine = engine_of(job)
+        if isinstance(job, ToolChoice):
+            self._tool_choice_failed(job, error)
+            self._update_state()
+            return
         if isinstance(job, PrefillJob | LlmClose | EotJob):
             # Spare-time and clean-up work: nobody waits on it. Logged, not shown.
             log.warning("%s failed (nobody was waiting on it): %s", type(job).__name__, error)

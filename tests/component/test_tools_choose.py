@@ -1,0 +1,63 @@
+"""Choosing a tool call through the real models (docs/tools.md): the sentence encoder
+shortlists the tools by meaning, the bundled 135M model fills the call under a
+llama.cpp grammar; an NPC's customer buying swords calls sell(), small talk nothing."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pytest
+
+from voice.embed import Embedder
+from voice.think.backend import LlmConfig
+from voice.think.llama import LlamaBackend
+from voice.tools import Toolbox
+from voice.tools.choose import Chooser
+
+pytestmark = pytest.mark.slow
+
+Item = Literal["sword", "axe", "shield", "dagger", "helmet"]
+
+
+def sell(item: Item, quantity: int = 1) -> str:
+    """Sell the player weapons or armour from the smithy: a sword, an axe, a shield."""
+    return f"Sold {quantity} {item}."
+
+
+def repair(item: Item) -> str:
+    """Repair or sharpen the player's damaged weapon or armour."""
+    return f"Repaired the {item}."
+
+
+def give(item: Literal["potion", "map", "apple"]) -> str:
+    """Give the player a potion, a map or an apple."""
+    return f"Gave the {item}."
+
+
+@pytest.fixture(scope="module")
+def chooser() -> Chooser:
+    box = Toolbox()
+    box.add(sell, ["I'd like to buy a sword", "I'll take two axes"])
+    box.add(repair, ["can you fix my sword", "my shield is broken, repair it"])
+    box.add(give, ["can I have a potion", "give me the map please"])
+    return Chooser(list(box), Embedder.default())
+
+
+@pytest.fixture(scope="module")
+def llama() -> LlamaBackend:
+    return LlamaBackend(LlmConfig(temperature=0.0))
+
+
+def test_buying_swords_calls_sell_and_small_talk_calls_nothing(
+    chooser: Chooser, llama: LlamaBackend
+) -> None:
+    call = chooser.choose("I'll buy two swords", llama)
+    assert call is not None
+    assert (call.tool.name, call.arguments) == ("sell", {"item": "sword", "quantity": 2})
+    assert call.raw.startswith('{"name": "sell"')  # what the grammar let the model write
+    repaired = chooser.choose("my helmet is dented, can you fix it", llama)
+    assert repaired is not None and (repaired.tool.name, repaired.arguments) == (
+        "repair", {"item": "helmet"},
+    )  # fmt: skip
+    for chat in ("nice weather today", "what's your name", "hello there"):
+        assert chooser.choose(chat, llama) is None, chat

@@ -1,0 +1,173 @@
+"""Tools from Python functions (voice.tools): the JSON schema from type hints, the
+errors of a signature that cannot be a tool, the call grammar and the call parsing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import pytest
+
+from voice.tools import Toolbox, ToolError, make_tool
+from voice.tools.choose import narrowed, said_numbers
+from voice.tools.grammar import call_grammar, parse_call
+
+
+def sell(item: Literal["sword", "axe"], quantity: int = 1) -> str:
+    """Sell the player an item from the smithy."""
+    return f"sold {quantity} {item}"
+
+
+async def switch(on: bool, brightness: float = 0.5, room: str = "hall") -> None:
+    """Switch the light."""
+
+
+def test_schema_from_type_hints() -> None:
+    tool = make_tool(sell)
+    assert tool.name == "sell" and tool.description == "Sell the player an item from the smithy."
+    assert tool.parameters() == {
+        "type": "object",
+        "properties": {
+            "item": {"type": "string", "enum": ["sword", "axe"]},
+            "quantity": {"type": "integer", "default": 1},
+        },
+        "required": ["item"],
+        "additionalProperties": False,
+    }
+    light = make_tool(switch)
+    assert light.is_async and not tool.is_async
+    props = light.parameters()["properties"]
+    assert [props[k]["type"] for k in ("on", "brightness", "room")] == [
+        "boolean", "number", "string",
+    ]  # fmt: skip
+    assert light.openai()["function"]["name"] == "switch"
+
+
+def no_hint(item) -> None:  # type: ignore[no-untyped-def]
+    """Has no hints."""
+
+
+def star_args(*items: str) -> None:
+    """Takes *args."""
+
+
+def listed(items: list[str]) -> None:
+    """Takes a list."""
+
+
+def undocumented(item: str) -> None:
+    pass
+
+
+def mixed(v: Literal["a", 1]) -> None:  # type: ignore[valid-type]
+    """Mixed literal."""
+
+
+def bad_default(n: int = "x") -> None:  # type: ignore[assignment]
+    """A default of the wrong type."""
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        (no_hint, "'item' has no type hint"),
+        (star_args, "'items' is *args"),
+        (listed, "'items' has the type list"),
+        (undocumented, "has no docstring"),
+        (mixed, "must list values of one type"),
+        (bad_default, "its default 'x'"),
+        (42, "is not a function"),
+    ],
+)
+def test_a_bad_signature_is_refused_at_registration(fn: Any, words: str) -> None:
+    with pytest.raises(ToolError) as caught:
+        Toolbox([fn])
+    assert words in str(caught.value)
+    assert caught.value.code == "bad_tool"
+
+
+def test_two_tools_of_one_name_are_refused() -> None:
+    with pytest.raises(ToolError, match="two tools are named 'sell'"):
+        Toolbox([sell, sell])
+
+
+def test_arguments_are_checked_and_defaults_filled() -> None:
+    tool = make_tool(sell)
+    assert tool.check_arguments({"item": "axe"}) == {"item": "axe", "quantity": 1}
+    for bad, words in [
+        ({"item": "bow"}, "one of 'sword', 'axe'"),
+        ({"item": "axe", "quantity": "2"}, "a JSON integer"),
+        ({"item": "axe", "quantity": True}, "a JSON integer"),
+        ({"quantity": 2}, "needs its argument 'item'"),
+        ({"item": "axe", "price": 3}, "no parameter price"),
+    ]:
+        with pytest.raises(ToolError, match=words):
+            tool.check_arguments(bad)
+
+
+def test_grammar_lists_each_tool_and_its_closed_sets() -> None:
+    grammar = call_grammar([make_tool(sell), make_tool(switch)])
+    assert grammar.startswith("root ::= call-sell | call-switch\n")
+    assert 'sell-item ::= "\\"sword\\"" | "\\"axe\\""' in grammar
+    assert "sell-quantity ::= integer" in grammar
+    assert "switch-on ::= boolean" in grammar and "string ::=" in grammar
+    with pytest.raises(ToolError):
+        call_grammar([])
+
+
+def test_the_grammar_is_one_llama_cpp_accepts() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp.LlamaGrammar.from_string(call_grammar([make_tool(sell), make_tool(switch)]))
+
+
+def test_parse_call() -> None:
+    tools = [make_tool(sell)]
+    call = '{"name": "sell", "arguments": {"item": "sword", "quantity": 2}}'
+    tool, args = parse_call(call, tools)
+    assert tool.name == "sell" and args == {"item": "sword", "quantity": 2}
+    # an OpenAI server's arguments come as a JSON string
+    text = json.dumps({"name": "sell", "arguments": json.dumps({"item": "axe"})})
+    assert parse_call(text, tools)[1] == {"item": "axe", "quantity": 1}
+    for bad, words in [
+        ("sell sword", "not JSON"),
+        ('{"arguments": {}}', "names no tool"),
+        ('{"name": "steal", "arguments": {}}', "'steal', which is not a tool"),
+        ('{"name": "sell", "arguments": [1]}', "not an object"),
+    ]:
+        with pytest.raises(ToolError, match=words):
+            parse_call(bad, tools)
+
+
+def test_the_words_narrow_closed_sets_and_counts() -> None:
+    assert said_numbers("I'll buy two swords") == [2]
+    assert said_numbers("give me 3 of them") == [3]
+    tool = narrowed(make_tool(sell), "I'll buy two swords")
+    assert [p.choices for p in tool.params] == [("sword",), (2,)]
+    # nothing named: the closed set stays whole, the count takes its default
+    tool = narrowed(make_tool(sell), "what do you sell")
+    assert [p.choices for p in tool.params] == [("sword", "axe"), (1,)]
+
+
+def test_the_transcript_records_calls_and_results(tmp_path: Any) -> None:
+    from voice.conversation.transcript import TranscriptWriter, read_transcript
+    from voice.events import ToolCall, ToolResult
+
+    writer = TranscriptWriter(tmp_path, "s1")
+    writer.observe(
+        ToolCall(audio_ms=1.0, reply_id=1, call_id=1, name="sell", arguments={"item": "axe"},
+                 choose_ms=5.0)
+    )  # fmt: skip
+    writer.observe(
+        ToolResult(audio_ms=2.0, reply_id=1, call_id=1, name="sell", status="ok", result="Sold.",
+                   run_ms=1.0)
+    )  # fmt: skip
+    writer.close()
+    records = [
+        {k: v for k, v in r.items() if k != "t"}
+        for r in read_transcript(writer.path)
+        if r["type"].startswith("tool")
+    ]
+    assert records == [
+        {"type": "tool_call", "name": "sell", "arguments": {"item": "axe"}},
+        {"type": "tool_result", "name": "sell", "status": "ok", "result": "Sold."},
+    ]

@@ -1,0 +1,195 @@
+"""``voice bench tools``: does the assistant call the right tool with the right
+arguments, and nothing on small talk? (docs/tools.md)
+
+Two tool sets, as a game and a kiosk declare them (the NPC smith and herbalist:
+sell, repair, give; the museum kiosk: events, find_room), and utterances written as
+players and visitors say them, each with the call it must produce or none. Every
+utterance goes through voice.tools.choose.Chooser on the bundled models (the
+sentence encoder's shortlist, the 135M model filling the call under a grammar). No
+utterance is one of its tool's examples word for word.
+
+Reported: right tool with right arguments, wrong tool or arguments, missed calls,
+false calls (on utterances that need none), calls whose raw text is not the
+grammar's JSON (0 by construction: checked, not assumed), time to decide a call
+(p50, p95), and, for the threshold, the best tool score of each utterance.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Literal
+
+from voice.config import Settings
+from voice.embed import Embedder
+from voice.think.llama import LlamaBackend
+from voice.tools import Toolbox
+from voice.tools.choose import Chooser
+
+Item = Literal["sword", "axe", "shield", "dagger", "helmet"]
+
+
+def sell(item: Item, quantity: int = 1) -> str:
+    """Sell the player weapons or armour from the smithy: a sword, an axe, a shield."""
+    return "sold"
+
+
+def repair(item: Item) -> str:
+    """Repair or sharpen the player's damaged weapon or armour."""
+    return "repaired"
+
+
+def give(item: Literal["potion", "map", "apple", "herbs"]) -> str:
+    """Give the player a potion, a map, an apple or herbs."""
+    return "given"
+
+
+def events(day: Literal["today", "tomorrow", "weekend"]) -> str:
+    """List the museum's events, talks and tours on a day."""
+    return "events"
+
+
+def find_room(room: Literal["cafe", "toilets", "cloakroom", "shop", "dinosaur hall"]) -> str:
+    """Tell the visitor where a room is in the museum: the cafe, toilets, cloakroom."""
+    return "room"
+
+
+SETS: dict[str, list[tuple[Any, list[str]]]] = {
+    "npc": [
+        (sell, ["I'd like to buy a sword", "I'll take two axes"]),
+        (repair, ["can you fix my sword", "my shield is broken, repair it"]),
+        (give, ["can I have a potion", "give me the map please"]),
+    ],
+    "kiosk": [
+        (events, ["what's happening this afternoon", "are there any guided tours on"]),
+        (find_room, ["where can I get a coffee", "how do I find the lifts"]),
+    ],
+}
+Expected = tuple[str, dict[str, Any]] | None
+CASES: dict[str, list[tuple[str, Expected]]] = {
+    "npc": [
+        ("I'll buy two swords", ("sell", {"item": "sword", "quantity": 2})),
+        ("Give me three shields", ("sell", {"item": "shield", "quantity": 3})),
+        ("I want to buy an axe", ("sell", {"item": "axe", "quantity": 1})),
+        ("sell me five helmets", ("sell", {"item": "helmet", "quantity": 5})),
+        ("I'll take a dagger", ("sell", {"item": "dagger", "quantity": 1})),
+        ("how much for a helmet? I'll have one", ("sell", {"item": "helmet", "quantity": 1})),
+        ("two daggers please, I'm buying", ("sell", {"item": "dagger", "quantity": 2})),
+        ("I need four axes for my men", ("sell", {"item": "axe", "quantity": 4})),
+        ("can you sharpen my dagger", ("repair", {"item": "dagger"})),
+        ("my helmet is dented, can you fix it", ("repair", {"item": "helmet"})),
+        ("fix my sword please", ("repair", {"item": "sword"})),
+        ("the shield got cracked in the fight, mend it", ("repair", {"item": "shield"})),
+        ("could I have a potion please", ("give", {"item": "potion"})),
+        ("I need the map", ("give", {"item": "map"})),
+        ("give me an apple, I'm starving", ("give", {"item": "apple"})),
+        ("hand me some herbs for my wound", ("give", {"item": "herbs"})),
+        ("may I have a healing potion", ("give", {"item": "potion"})),
+        ("nice weather today", None),
+        ("what's your name", None),
+        ("hello there", None),
+        ("how's business", None),
+        ("tell me about the war", None),
+        ("where are you from", None),
+        ("thanks, goodbye", None),
+        ("who made this sword", None),
+        ("I'm just looking around", None),
+    ],
+    "kiosk": [
+        ("what's on today", ("events", {"day": "today"})),
+        ("are there any talks tomorrow", ("events", {"day": "tomorrow"})),
+        ("what events do you have this weekend", ("events", {"day": "weekend"})),
+        ("any tours today", ("events", {"day": "today"})),
+        ("is anything happening tomorrow", ("events", {"day": "tomorrow"})),
+        ("where is the cafe", ("find_room", {"room": "cafe"})),
+        ("I need the toilets", ("find_room", {"room": "toilets"})),
+        ("where can I leave my coat, the cloakroom", ("find_room", {"room": "cloakroom"})),
+        ("how do I get to the shop", ("find_room", {"room": "shop"})),
+        ("which way to the dinosaur hall", ("find_room", {"room": "dinosaur hall"})),
+        ("good morning", None),
+        ("thank you very much", None),
+        ("how are you", None),
+        ("are you a robot", None),
+        ("what a lovely building", None),
+    ],
+}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def bench_tools(settings: Settings) -> dict[str, Any]:
+    embedder = Embedder.default()
+    backend = LlamaBackend(settings.llm)
+    rows: list[dict[str, Any]] = []
+    for name, tools in SETS.items():
+        box = Toolbox()
+        for fn, examples in tools:
+            box.add(fn, examples)
+        chooser = Chooser(list(box), embedder, settings.tools)
+        for text, expected in CASES[name]:
+            short = chooser.shortlist(text)
+            start = time.perf_counter()
+            call = chooser.choose(text, backend)
+            ms = (time.perf_counter() - start) * 1000
+            got = (call.tool.name, call.arguments) if call is not None else None
+            if expected is None:
+                outcome = "right_none" if got is None else "false_call"
+            elif got is None:
+                outcome = "missed"
+            else:
+                outcome = "right" if got == expected else "wrong"
+            raw_ok = call is None or not call.raw or call.raw.startswith('{"name": ')
+            rows.append(
+                {
+                    "set": name, "text": text, "expected": expected, "got": got,
+                    "outcome": outcome, "ms": round(ms, 1), "raw_ok": raw_ok,
+                    "top": round(max(short.scores.values()), 3), "chat": round(short.chat, 3),
+                }
+            )  # fmt: skip
+    needing = [r for r in rows if r["expected"] is not None]
+    none = [r for r in rows if r["expected"] is None]
+    call_ms = [r["ms"] for r in rows if r["got"] is not None]
+    count = {k: sum(r["outcome"] == k for r in rows) for k in ("right", "wrong", "missed")}
+    false_calls = sum(r["outcome"] == "false_call" for r in rows)
+    return {
+        "utterances": len(rows),
+        "need_a_call": len(needing),
+        "need_none": len(none),
+        "right": count["right"],
+        "right_share": round(count["right"] / max(len(needing), 1), 3),
+        "wrong": count["wrong"],
+        "missed": count["missed"],
+        "false_calls": false_calls,
+        "false_share": round(false_calls / max(len(none), 1), 3),
+        "json_not_grammar": sum(not r["raw_ok"] for r in rows),
+        "call_ms_p50": round(statistics.median(call_ms), 1) if call_ms else 0.0,
+        "call_ms_p95": round(_percentile(call_ms, 0.95), 1),
+        "threshold": settings.tools.threshold,
+        "top_score_needing_min": min((r["top"] for r in needing), default=0.0),
+        "top_score_none_max": max((r["top"] for r in none), default=0.0),
+        "rows": rows,
+    }
+
+
+def format_table(report: dict[str, Any]) -> str:
+    lines = [
+        f"utterances {report['utterances']} ({report['need_a_call']} need a call, "
+        f"{report['need_none']} none)",
+        f"right tool and arguments {report['right']}/{report['need_a_call']} "
+        f"({report['right_share']:.0%}); wrong {report['wrong']}; missed {report['missed']}",
+        f"false calls {report['false_calls']}/{report['need_none']} ({report['false_share']:.0%})",
+        f"call text outside the grammar's JSON: {report['json_not_grammar']}",
+        f"time to the call p50 {report['call_ms_p50']} ms, p95 {report['call_ms_p95']} ms",
+        f"best tool score: lowest of those needing a call {report['top_score_needing_min']}, "
+        f"highest of those needing none {report['top_score_none_max']} "
+        f"(threshold {report['threshold']})",
+    ]
+    for row in report["rows"]:
+        if row["outcome"] not in ("right", "right_none"):
+            lines.append(f"  {row['outcome']}: {row['text']!r} -> {row['got']}")
+    return "\n".join(lines)

@@ -1,0 +1,223 @@
+"""Which tool the user's words call, if any, and with what arguments.
+
+Two steps, because the bundled 135M model is weak at the first and fine at the
+second when it cannot go wrong in form (docs/tools.md has the numbers):
+
+1. **shortlist by meaning**: the cosine between the words' sentence embedding and
+   each tool's description and examples (the encoder that finds knowledge entries,
+   voice.embed). Below ``threshold``, or closer to everyday small talk than to any
+   tool, nothing is called and the model answers as usual. Tools within ``margin``
+   of the best one stay on the list (``max_candidates`` at most);
+2. **fill under a grammar**: the model writes the call, held by a GBNF grammar
+   (voice.tools.grammar) to the shortlisted tools and their parameters' types and
+   closed sets, so the call is always a known tool with valid arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from voice.think.backend import Message
+from voice.tools.grammar import call_grammar, parse_call
+from voice.tools.schema import Param, Tool
+
+FloatArray = npt.NDArray[np.float32]
+# Everyday lines that call nothing: an utterance closer to one of them than to every
+# tool is small talk, whatever its absolute score.
+CHAT = (
+    "hello", "hi there", "good morning", "thanks", "thank you very much", "goodbye",
+    "how are you", "what's your name", "who are you", "nice weather today",
+    "tell me a joke", "what do you think", "I'm just looking around", "that's nice",
+    "where are you from", "how long have you been here", "okay", "never mind",
+)  # fmt: skip
+
+
+class Embeds(Protocol):
+    """What the shortlist needs of a sentence encoder (voice.embed.Embedder is one)."""
+
+    def embed(self, texts: list[str]) -> FloatArray: ...
+
+
+class FillsCalls(Protocol):
+    """What argument filling needs of an LLM backend (voice.think.llama.LlamaBackend)."""
+
+    def constrained(self, messages: list[Message], grammar: str, max_tokens: int) -> str: ...
+
+
+@dataclass
+class ToolsConfig:
+    """The ``[tools]`` settings."""
+
+    # Cosine (words vs a tool's description/examples) a call needs: on the NPC probe the
+    # calls scored 0.37-0.89, the small talk 0.13-0.22 (docs/tools.md). Measured with
+    # `voice bench tools` (docs/tools.md).
+    threshold: float = 0.3
+    margin: float = 0.08  # tools this close to the best one are offered to the model too
+    max_candidates: int = 3
+    max_call_tokens: int = 48
+    time_limit_s: float = 5.0  # a tool that runs longer is abandoned (the apology is said)
+    filler_after_ms: int = 300  # a call still running this long: the filler is said
+    filler_text: str = "One moment."
+    apology_text: str = "Sorry, I couldn't do that."
+    # What happens to a tool's result: "say": a string is said as written (anything
+    # else goes to the model); "model": the model always tells the outcome. The bundled
+    # 135M model told "sold two swords" as "No, no." and a given potion as "I can't
+    # provide a potion" in examples/npc.py, so strings are said by default.
+    results: str = "say"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A decided call: the tool, its checked arguments, and how it was chosen."""
+
+    tool: Tool
+    arguments: dict[str, Any]
+    score: float
+    candidates: tuple[str, ...] = ()
+    raw: str = ""  # what the model wrote under the grammar
+    choose_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Shortlist:
+    scores: dict[str, float] = field(default_factory=dict)  # best cosine per tool
+    chat: float = 0.0  # best cosine to a small-talk line
+    candidates: tuple[Tool, ...] = ()
+
+
+_COUNTS = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty"
+)
+NUMBERS = {w: i + 1 for i, w in enumerate(_COUNTS.split(" "))}
+NUMBERS.update({"a": 1, "an": 1, "a couple": 2, "a pair": 2, "dozen": 12, "a dozen": 12})
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _mentions(text: str, value: str) -> bool:
+    """Whether the words say ``value`` ("swords" says "sword", "potions" "potion")."""
+    words = _WORDS.findall(text.lower())
+    wanted = _WORDS.findall(value.lower())
+    if not wanted:
+        return False
+    plural = [*wanted[:-1], wanted[-1] + "s"], [*wanted[:-1], wanted[-1] + "es"]
+    for i in range(len(words) - len(wanted) + 1):
+        if words[i : i + len(wanted)] in (wanted, *plural):
+            return True
+    return False
+
+
+def said_numbers(text: str) -> list[int]:
+    """The whole numbers the words say, as digits or words ("two", "a dozen", "3")."""
+    low = " ".join(_WORDS.findall(text.lower()))
+    found = [int(d) for d in re.findall(r"\b\d{1,6}\b", low)]
+    for phrase, value in sorted(NUMBERS.items(), key=lambda kv: -len(kv[0])):
+        if re.search(rf"\b{phrase}\b", low):
+            found.append(value)
+            low = re.sub(rf"\b{phrase}\b", " ", low)
+    return found
+
+
+def narrowed(tool: Tool, text: str) -> Tool:
+    """``tool`` with its closed sets cut to the values the words name, and its whole
+    numbers to the numbers they say (or the default when they say none).
+
+    The 135M model picks a closed set's value poorly ("a potion" became "apple"; "five
+    helmets" a shield) but the words usually name it; what they do not settle (two
+    values named, a free string) is left to the model."""
+    params = []
+    numbers = sorted(set(said_numbers(text)))
+    for param in tool.params:
+        if param.choices and param.type == "string":
+            named = tuple(c for c in param.choices if _mentions(text, str(c)))
+            if named:
+                param = dataclasses.replace(param, choices=named)
+        elif param.type == "integer" and not param.choices:
+            if numbers:
+                param = dataclasses.replace(param, choices=tuple(numbers))
+            elif not param.required and isinstance(param.default, int):
+                param = dataclasses.replace(param, choices=(param.default,))
+        params.append(param)
+    return dataclasses.replace(tool, params=tuple(params))
+
+
+def _signature(param: Param) -> str:
+    if param.choices:
+        kind = " or ".join(str(c) for c in param.choices)
+    else:
+        kind = {"string": "text", "integer": "a whole number"}.get(param.type, param.type)
+    return f"{param.name}: {kind}"
+
+
+def call_prompt(text: str, tools: Sequence[Tool]) -> list[Message]:
+    """What the model reads to fill a call: the tools and the user's words."""
+    listing = "\n".join(
+        f"- {t.name}({', '.join(_signature(p) for p in t.params)}): {t.description}" for t in tools
+    )
+    system = (
+        "You turn what the user says into a function call, with the exact quantities "
+        f"and names the user said.\nFunctions:\n{listing}"
+    )
+    return [Message("system", system), Message("user", text)]
+
+
+class Chooser:
+    """Decides the call (or none) for one utterance; shared by a conversation's turns."""
+
+    def __init__(
+        self, tools: Sequence[Tool], embedder: Embeds, config: ToolsConfig | None = None
+    ) -> None:
+        self.tools = list(tools)
+        self.embedder = embedder
+        self.config = config or ToolsConfig()
+        texts = [(i, s) for i, t in enumerate(self.tools) for s in (t.description, *t.examples)]
+        self._owner = np.array([i for i, _ in texts], dtype=np.int64)
+        self._vectors = embedder.embed([s for _, s in texts]) if texts else None
+        self._chat = embedder.embed(list(CHAT))
+
+    def shortlist(self, text: str, vector: FloatArray | None = None) -> Shortlist:
+        if not self.tools or self._vectors is None or not text.strip():
+            return Shortlist()
+        if vector is None:
+            vector = self.embedder.embed([text])[0]
+        best = np.full(len(self.tools), -1.0, dtype=np.float32)
+        np.maximum.at(best, self._owner, self._vectors @ vector)
+        chat = float(np.max(self._chat @ vector))
+        scores = {t.name: float(best[i]) for i, t in enumerate(self.tools)}
+        top = float(best.max())
+        config = self.config
+        if top < config.threshold or chat > top:
+            return Shortlist(scores, chat)
+        order = np.argsort(-best)[: config.max_candidates]
+        candidates = tuple(self.tools[i] for i in order if best[i] >= top - config.margin)
+        return Shortlist(scores, chat, candidates)
+
+    def choose(self, text: str, backend: FillsCalls) -> Call | None:
+        """The call ``text`` asks for, or None. A tool with no parameters needs no model."""
+        start = time.perf_counter()
+        short = self.shortlist(text)
+        if not short.candidates:
+            return None
+        names = tuple(t.name for t in short.candidates)
+        if len(short.candidates) == 1 and not short.candidates[0].params:
+            tool = short.candidates[0]
+            raw = ""
+            arguments: dict[str, Any] = {}
+        else:
+            offered = [narrowed(t, text) for t in short.candidates]
+            grammar = call_grammar(offered)
+            prompt = call_prompt(text, short.candidates)
+            raw = backend.constrained(prompt, grammar, self.config.max_call_tokens)
+            called, arguments = parse_call(raw, offered)
+            tool = next(t for t in short.candidates if t.name == called.name)
+            arguments = tool.check_arguments(arguments)
+        elapsed = (time.perf_counter() - start) * 1000
+        return Call(tool, arguments, short.scores[tool.name], names, raw, elapsed)
