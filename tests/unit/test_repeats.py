@@ -169,8 +169,9 @@ def test_a_sentence_begun_before_it_could_be_told_a_repeat_is_finished_not_cut()
     worse than a clause said again, so the sentence ends and the reply stops there."""
     recent = ("Welcome, in the museum's gift shop, just look for the sign.",)
     limits = ReplyLimits(max_sentences=3, ngram=6, recent=recent)
-    guard = run("The cafe is at the back, in the museum's gift shop. It is open.", limits)
-    assert guard.text.strip() == "The cafe is at the back, in the museum's gift shop."
+    text = "The cafe is right at the very back, in the museum's gift shop. It is open."
+    guard = run(text, limits)
+    assert guard.text.strip() == "The cafe is right at the very back, in the museum's gift shop."
     assert guard.reason == "repeat"
 
 
@@ -203,3 +204,10 @@ def test_a_reply_that_only_repeats_is_sampled_again_before_the_fallback() -> Non
         gen.add_delta(token, 0.0)
     gen.finish_text()  # the second try only repeated too: now the fallback
     assert gen.text == "Sorry, I'm not sure." and gen.llm_done and not gen.take_restart()
+
+
+def test_a_repeat_after_a_clause_already_said_ends_the_reply_at_that_clause() -> None:
+    recent = ("Lord, I'm glad to see you again.",)
+    limits = ReplyLimits(max_sentences=3, ngram=6, recent=recent)
+    guard = run("In God's sight, and I'm glad to see you again. Welcome.", limits)
+    assert guard.text.strip() == "In God's sight," and guard.reason == "repeat"

@@ -254,10 +254,11 @@ class ReplyGuard:
             return self._release([chunk])  # a run-on sentence: the next chunk may overrun
         own = self._own.repeats(sentence)
         if own or self._lately.repeats(sentence, first):
-            if self._current_said:
+            if self._current_said and not _CLAUSE_END.search(self.text):
                 # Its start was said before it could be told a repeat (a first chunk cut
-                # for first audio): a sentence left on "The cafe is at the" is worse than
-                # one said again, so it ends, and so does the reply.
+                # mid-phrase for first audio): a sentence left on "The cafe is at the" is
+                # worse than one said again, so it ends, and so does the reply. Said up
+                # to a clause ("In God's sight,"), it ends there instead.
                 out = self._release([chunk])
                 self._current, self._current_said = "", False
                 self._stop("loop" if own else "repeat")
