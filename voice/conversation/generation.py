@@ -9,7 +9,6 @@ just releasing what it already holds.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,9 +75,7 @@ class Generation:
 
     def _new_guard(self) -> ReplyGuard:
         limits = getattr(self.messages, "limits", None) or ReplyLimits()
-        if self.attempt < limits.resamples:  # not the last try: nothing in its place yet
-            limits = dataclasses.replace(limits, fallback="")
-        return ReplyGuard(self.chunker, limits)
+        return ReplyGuard(self.chunker, limits.for_attempt(self.attempt))
 
     def _sample_again(self) -> bool:
         """Nothing of the model's reply could be said (it only repeated an earlier

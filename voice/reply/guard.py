@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from voice.reply.repeats import CJK_CHARS, SaidLately, pieces, split_sentences, words_of
 from voice.speak.chunking import SentenceChunker
@@ -129,6 +129,10 @@ class ReplyLimits:
     # history: the model copies its last reply from there), so the user hears an
     # answer rather than "Sorry, I'm not sure." (Prompt.resampled).
     resamples: int = 0
+
+    def for_attempt(self, attempt: int) -> ReplyLimits:
+        """The limits of one try: a try that may still be sampled again says no fallback."""
+        return replace(self, fallback="") if attempt < self.resamples else self
 
 
 @dataclass

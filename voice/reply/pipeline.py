@@ -11,7 +11,6 @@ while Piper synthesises on ``tts.threads`` (1), so they never fight for a core.
 
 from __future__ import annotations
 
-import dataclasses
 import queue
 import threading
 import time
@@ -85,7 +84,7 @@ def speak_reply(
     chunker = SentenceChunker(first_chunk_max_chars=first_chunk_max_chars)
     if limits is None:
         limits = getattr(messages, "limits", None) or ReplyLimits()
-    guard = _guard(chunker, limits, attempt=0)
+    guard = ReplyGuard(chunker, limits.for_attempt(0))
     generated: list[str] = []
     out: queue.Queue[object] = queue.Queue()
     chunks: queue.Queue[object] = queue.Queue()
@@ -107,7 +106,7 @@ def speak_reply(
                 if resampled is None or cancel.is_set() or errors:
                     break
                 request = resampled(attempt)
-                guard = _guard(chunker, limits, attempt)
+                guard = ReplyGuard(chunker, limits.for_attempt(attempt))
             generate(request)
             if "".join(text_parts).strip():
                 break
@@ -206,10 +205,3 @@ def speak_reply(
     yield ReplyDone(
         "".join(text_parts), cancel_requested, timings, guard.reason, "".join(generated)
     )
-
-
-def _guard(chunker: SentenceChunker, limits: ReplyLimits, attempt: int) -> ReplyGuard:
-    """The guard of one try: a try that may still be sampled again says no fallback."""
-    if attempt < limits.resamples:
-        limits = dataclasses.replace(limits, fallback="")
-    return ReplyGuard(chunker, limits)
