@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from voice.assistant.persona import load_persona
@@ -122,9 +123,35 @@ def test_retrieval_finds_paraphrases_and_a_cache_is_reused(
     ]:
         assert index.search(question)[0].entry.heading == heading, question
     cached = KnowledgeIndex(index.entries, Embedder.default(), cache_dir=tmp_path)
-    assert len(list(tmp_path.glob("*.npy"))) == 1
+    assert len(list(tmp_path.glob("vectors-*.npz"))) == 1
     again = KnowledgeIndex(index.entries, _NoEmbedder(cached), cache_dir=tmp_path)
     assert again.search("where do I leave my car")[0].entry.heading == "Parking"
+    assert np.allclose(again._joint, index._joint, atol=1e-6)
+
+
+def test_an_edited_file_embeds_only_the_texts_that_changed(
+    index: KnowledgeIndex, tmp_path: Path
+) -> None:
+    KnowledgeIndex(index.entries, Embedder.default(), cache_dir=tmp_path)
+    edited = SCRIPTED.replace("two pounds an hour", "three pounds an hour")
+    counting = _CountingEmbedder()
+    changed = KnowledgeIndex(parse_knowledge(edited), counting, cache_dir=tmp_path)
+    # The parking answer is one sentence: it and the heading-with-answer text are new.
+    assert len(counting.texts) == 2, counting.texts
+    assert all("three pounds" in text for text in counting.texts), counting.texts
+    assert changed.search("how much is parking")[0].entry.answer.endswith("three pounds an hour.")
+
+
+class _CountingEmbedder:
+    """The real embedder, counting what it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.name = Embedder.default().name  # the same model: the same cache
+
+    def embed(self, texts: list[str]) -> object:
+        self.texts += texts
+        return Embedder.default().embed(texts)
 
 
 class _NoEmbedder:
@@ -132,6 +159,7 @@ class _NoEmbedder:
 
     def __init__(self, index: KnowledgeIndex) -> None:
         self.inner = index.embedder
+        self.name = Embedder.default().name
 
     def embed(self, texts: list[str]) -> object:
         assert len(texts) == 1, "the entries were embedded again instead of read from cache"

@@ -120,6 +120,9 @@ class Embedder:
                 f"cannot load the sentence-embedding model from {folder}: {exc}.",
                 "It needs config.json, tokenizer.json and model.safetensors of a BERT model.",
             ) from None
+        # Who made a vector, for caches: the model's files and the cut length.
+        size = (folder / "model.safetensors").stat().st_size
+        self.name = f"{folder.name}:{size}:{self.config.max_tokens}"
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(self.config.max_tokens)
         self.heads = int(spec["num_attention_heads"])
@@ -199,21 +202,24 @@ class Embedder:
             tokens[row, : len(ids)] = ids
             mask[row, : len(ids)] = 1.0
         x = self._words[tokens] + self._positions[:length] + self._types
-        x = _layer_norm(x.astype(np.float32), *self._norm, self._eps)
+        # The dense products run on (n * length, dim) rows: one GEMM per product, not one
+        # per text (for a batch of short texts several times faster).
+        x = _layer_norm(x.astype(np.float32).reshape(n * length, self.dim), *self._norm, self._eps)
         bias = ((1.0 - mask) * np.float32(-1e4))[:, None, None, :]  # padding gets no attention
         heads, size = self.heads, self.dim // self.heads
         scale = np.float32(1 / math.sqrt(size))
         for layer in self._layers:
-            qkv = x @ layer.qkv + layer.qkv_bias  # (n, length, 3 * dim)
+            qkv = x @ layer.qkv + layer.qkv_bias  # (n * length, 3 * dim)
             qkv = qkv.reshape(n, length, 3, heads, size).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]  # (n, heads, length, size)
             scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, self.dim)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n * length, self.dim)
             x = _layer_norm(context @ layer.out + layer.out_bias + x, *layer.norm1, self._eps)
             hidden = _gelu(x @ layer.up + layer.up_bias)
             x = _layer_norm(hidden @ layer.down + layer.down_bias + x, *layer.norm2, self._eps)
+        x = x.reshape(n, length, self.dim)
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: FloatArray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -21,10 +21,7 @@ folder, so a large file loads in a fraction of a second from the second time on.
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import math
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -35,8 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.knowledge.parse import Entry
+from voice.knowledge.store import VectorStore
 
-log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float32]
 
 _STOP = """a an the and or but if of to in on at by for with from into about as is are was
@@ -134,26 +131,11 @@ class KnowledgeIndex:
                 self._postings.setdefault(t, []).append(i)
 
     def _embed_cached(self, texts: list[str], cache_dir: Path | None) -> FloatArray:
-        """Embeddings of ``texts``, from the cache when this exact list was seen."""
-        key = hashlib.sha256("\x00".join(["v2", *texts]).encode()).hexdigest()[:32]
-        path = cache_dir / f"{key}.npy" if cache_dir is not None else None
-        if path is not None and path.is_file():
-            try:
-                cached = np.load(path)
-                if cached.shape[0] == len(texts):
-                    return np.asarray(cached, dtype=np.float32)
-            except (OSError, ValueError):
-                pass  # a broken cache file is recomputed
-        vectors = self.embedder.embed(texts)
-        if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-                np.save(tmp, vectors)
-                tmp.replace(path)
-            except OSError as exc:  # a read-only home: slower next start, nothing worse
-                log.warning("cannot cache knowledge embeddings in %s: %s", cache_dir, exc)
-        return vectors
+        """Embeddings of ``texts``: from the cache folder's store where known."""
+        if cache_dir is None:
+            return self.embedder.embed(texts)
+        model = str(getattr(self.embedder, "name", type(self.embedder).__name__))
+        return VectorStore(cache_dir, model).vectors(texts, self.embedder.embed)
 
     def word_scores(self, text: str) -> FloatArray:
         """For each entry, the IDF-weighted share of the text's words it contains."""
