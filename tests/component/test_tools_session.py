@@ -220,3 +220,32 @@ def test_tools_through_the_embedding_api(engines: Engines) -> None:
 
     assert bot.session.tools is not None
     assert [t.name for t in bot.session.tools.tools] == ["sell", "open_door"]
+
+
+def test_spoken_words_after_a_call_or_over_it_are_a_new_turn(
+    engines: Engines, chooser: Chooser
+) -> None:
+    """A short reply to a call, or a barge-in on its filler, must not join the next
+    words to the turn that called (the turn-taking joins them after a short or unheard
+    reply): the call would be chosen, and run, again."""
+    from voice.transports.simulate import Script, ScriptTurn, simulate
+
+    def say(text: str) -> Any:
+        return np.concatenate(list(engines.tts.synthesize(text))).astype(np.float32)
+
+    turns = [
+        ScriptTurn(say("I'll buy two swords"), "buy", at_s=0.5),
+        ScriptTurn(say("nice weather today"), "chat", after="reply_end", delay_s=1.0),
+        ScriptTurn(say("bring me a lantern from the cellar"), "fetch", after="reply_end",
+                   delay_s=1.0),
+        ScriptTurn(say("no wait, never mind that"), "stop", after="reply_start", delay_s=0.6),
+    ]  # fmt: skip
+    session = build_session(_settings(), engines)
+    session.tools = chooser
+    events = simulate(Script(turns), session, engines).events
+    calls = [(e["name"], e["arguments"]) for e in events if e["type"] == "tool_call"]
+    assert calls == [("sell", {"item": "sword", "quantity": 2}), ("fetch", {"item": "lantern"})]
+    results = [e["status"] for e in events if e["type"] == "tool_result"]
+    assert results == ["ok", "cancelled"]
+    asked = [e["text"] for e in events if e["type"] == "reply_start" and e["utterance_id"] > 0]
+    assert len(asked) == 4 and "sword" not in asked[1].lower() and "lantern" not in asked[3]

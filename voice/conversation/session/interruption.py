@@ -54,9 +54,10 @@ class Interruptions(PlaybackAccounting):
         # and the output has played on until now, or until the hair trigger paused it.
         stopped = self._barge.paused_at if self._barge.paused_at is not None else self.now_ms
         heard = max(0.0, played - max(0.0, stopped - event.start_ms))
-        self._continuation.on_speech_start(
-            event.utterance_id, event.start_ms, reply.utterance_id, turn_end, heard, played
-        )
+        if reply.tool_call is None:  # a reply that acts is never joined to what follows
+            self._continuation.on_speech_start(
+                event.utterance_id, event.start_ms, reply.utterance_id, turn_end, heard, played
+            )
         patient = self._continuation.may_continue(event.utterance_id)
         decision = self._barge.on_speech_start(event.utterance_id, self.now_ms, patient)
         self._decide(decision, event.start_ms)

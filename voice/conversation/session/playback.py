@@ -180,7 +180,10 @@ class PlaybackAccounting(SessionBase):
         elif (heard or gen.tool_note) and gen.user_text:
             # A tool call is remembered with the reply ("Did you open the gate?").
             self.history.add_turn(gen.user_text, f"{gen.tool_note} {heard}".strip())
-            if not cut and gen.utterance_id > 0 and self._turn is not None:
+            # A reply that called a tool acted: words after it are a new turn, never the
+            # rest of this one (joining them would choose, and run, the call again).
+            acted = gen.tool_call is not None
+            if not cut and not acted and gen.utterance_id > 0 and self._turn is not None:
                 self._answered = Answered(
                     gen.utterance_id, gen.gen_id, self._heard_ms(), self._turn.user_end_ms,
                     gen.user_text, heard,
