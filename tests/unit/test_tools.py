@@ -9,8 +9,9 @@ from typing import Any, Literal
 import pytest
 
 from voice.tools import Toolbox, ToolError, make_tool
-from voice.tools.choose import narrowed, said_numbers
+from voice.tools.choose import named_first, narrowed, said_numbers, settled
 from voice.tools.grammar import call_grammar, parse_call
+from voice.tools.intent import not_asking
 
 
 def sell(item: Literal["sword", "axe"], quantity: int = 1) -> str:
@@ -146,6 +147,51 @@ def test_the_words_narrow_closed_sets_and_counts() -> None:
     # nothing named: the closed set stays whole, the count takes its default
     tool = narrowed(make_tool(sell), "what do you sell")
     assert [p.choices for p in tool.params] == [("sword", "axe"), (1,)]
+
+
+def give(item: Literal["potion", "apple"]) -> str:
+    """Give the player a potion or an apple."""
+    return f"given {item}"
+
+
+def repair(item: Literal["sword", "axe"]) -> str:
+    """Repair the player's weapon."""
+    return f"repaired {item}"
+
+
+def test_words_that_settle_every_argument_need_no_model() -> None:
+    tool = narrowed(make_tool(sell), "two axes please")
+    assert all(settled(p) for p in tool.params)
+    tool = narrowed(make_tool(sell), "what do you sell")  # which item: the model decides
+    assert not all(settled(p) for p in tool.params)
+    # a singular names a plural value, a plural a singular one
+    assert narrowed(make_tool(give), "an apple").params[0].choices == ("apple",)
+
+
+def test_the_tool_whose_values_or_name_the_words_say_is_preferred() -> None:
+    tools = [narrowed(make_tool(f), "could I have an apple") for f in (sell, give)]
+    assert [t.name for t in named_first(tools, "could I have an apple")] == ["give"]
+    tools = [narrowed(make_tool(f), "sell me a sword") for f in (repair, sell)]
+    assert [t.name for t in named_first(tools, "sell me a sword")] == ["sell"]
+    tools = [narrowed(make_tool(f), "my sword is blunt") for f in (repair, sell)]
+    assert [t.name for t in named_first(tools, "my sword is blunt")] == ["repair", "sell"]
+
+
+@pytest.mark.parametrize(
+    "words",
+    ["no thanks, I don't need any potions", "I already have a sword", "who made this axe",
+     "the cafe was really lovely", "is an axe better than a sword", "thanks for fixing it"],
+)  # fmt: skip
+def test_talk_about_a_tools_things_is_not_a_request(words: str) -> None:
+    assert not_asking(words)
+
+
+@pytest.mark.parametrize(
+    "words", ["I'll buy two swords", "could I have a potion please", "where is the cafe",
+              "what's on this weekend", "fix my sword please"],
+)  # fmt: skip
+def test_requests_are_not_taken_for_talk(words: str) -> None:
+    assert not not_asking(words)
 
 
 def test_the_transcript_records_calls_and_results(tmp_path: Any) -> None:

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from voice.think.backend import Message
 from voice.tools.grammar import call_grammar, parse_call
+from voice.tools.intent import not_asking
 from voice.tools.schema import Param, Tool
 
 FloatArray = npt.NDArray[np.float32]
@@ -103,16 +104,17 @@ _WORDS = re.compile(r"[a-z0-9]+")
 
 
 def _mentions(text: str, value: str) -> bool:
-    """Whether the words say ``value`` ("swords" says "sword", "potions" "potion")."""
+    """Whether the words say ``value`` ("swords" says "sword", "toilet" "toilets")."""
     words = _WORDS.findall(text.lower())
     wanted = _WORDS.findall(value.lower())
     if not wanted:
         return False
-    plural = [*wanted[:-1], wanted[-1] + "s"], [*wanted[:-1], wanted[-1] + "es"]
-    for i in range(len(words) - len(wanted) + 1):
-        if words[i : i + len(wanted)] in (wanted, *plural):
-            return True
-    return False
+    last = wanted[-1]
+    forms = [wanted, [*wanted[:-1], last + "s"], [*wanted[:-1], last + "es"]]
+    if len(last) > 3 and last.endswith("s"):  # "toilets" is said "the toilet"
+        forms.append([*wanted[:-1], last[:-1]])
+    spans = range(len(words) - len(wanted) + 1)
+    return any(words[i : i + len(wanted)] in forms for i in spans)
 
 
 def said_numbers(text: str) -> list[int]:
@@ -128,7 +130,8 @@ def said_numbers(text: str) -> list[int]:
 
 def narrowed(tool: Tool, text: str) -> Tool:
     """``tool`` with its closed sets cut to the values the words name, and its whole
-    numbers to the numbers they say (or the default when they say none).
+    numbers to the numbers they say; a parameter the words do not settle keeps its
+    default when it has one ("what's on?": today).
 
     The 135M model picks a closed set's value poorly ("a potion" became "apple"; "five
     helmets" a shield) but the words usually name it; what they do not settle (two
@@ -140,6 +143,8 @@ def narrowed(tool: Tool, text: str) -> Tool:
             named = tuple(c for c in param.choices if _mentions(text, str(c)))
             if named:
                 param = dataclasses.replace(param, choices=named)
+            elif not param.required and param.default in param.choices:
+                param = dataclasses.replace(param, choices=(param.default,))
         elif param.type == "integer" and not param.choices:
             if numbers:
                 param = dataclasses.replace(param, choices=tuple(numbers))
@@ -147,6 +152,30 @@ def narrowed(tool: Tool, text: str) -> Tool:
                 param = dataclasses.replace(param, choices=(param.default,))
         params.append(param)
     return dataclasses.replace(tool, params=tuple(params))
+
+
+def named_first(tools: list[Tool], text: str) -> list[Tool]:
+    """The candidates whose closed sets hold a value the words name, when some do:
+    "could I have an apple" names give's apple, not an item sell has, so the model is
+    not offered sell (it chose it, and an axe, in the first held-out run). Likewise a
+    tool whose name the words say, when only one does."""
+    naming = [t for t in tools if any(p.choices and _names_one(p, text) for p in t.params)]
+    tools = naming or tools
+    called = [t for t in tools if _says_name(text, t)]  # "sell me a shield": not repair
+    return called if len(called) == 1 else tools
+
+
+def _says_name(text: str, tool: Tool) -> bool:
+    return _mentions(text, tool.name.replace("_", " "))
+
+
+def _names_one(param: Param, text: str) -> bool:
+    return param.type == "string" and any(_mentions(text, str(c)) for c in param.choices)
+
+
+def settled(param: Param) -> bool:
+    """Whether a (narrowed) parameter has one value left: nothing for a model to choose."""
+    return len(param.choices) == 1
 
 
 def _signature(param: Param) -> str:
@@ -194,11 +223,15 @@ class Chooser:
         scores = {t.name: float(best[i]) for i, t in enumerate(self.tools)}
         top = float(best.max())
         config = self.config
-        if top < config.threshold or chat > top:
+        if top < config.threshold or chat > top or not_asking(text):
             return Shortlist(scores, chat)
         order = np.argsort(-best)[: config.max_candidates]
         candidates = tuple(self.tools[i] for i in order if best[i] >= top - config.margin)
-        return Shortlist(scores, chat, candidates)
+        said = tuple(
+            t for i, t in enumerate(self.tools)
+            if t not in candidates and best[i] >= config.threshold and _says_name(text, t)
+        )  # fmt: skip
+        return Shortlist(scores, chat, candidates + said)
 
     def choose(self, text: str, backend: FillsCalls) -> Call | None:
         """The call ``text`` asks for, or None. A tool with no parameters needs no model."""
@@ -207,17 +240,22 @@ class Chooser:
         if not short.candidates:
             return None
         names = tuple(t.name for t in short.candidates)
-        if len(short.candidates) == 1 and not short.candidates[0].params:
-            tool = short.candidates[0]
+        offered = named_first([narrowed(t, text) for t in short.candidates], text)
+        original = {t.name: t for t in short.candidates}
+        if len(offered) == 1 and all(settled(p) for p in offered[0].params):
+            # One tool, and the words name every argument (or leave its default): the
+            # grammar would leave the model one way to write the call, so it is not
+            # asked (its grammar-held pass took 550-800 ms here: docs/tools.md).
+            tool = original[offered[0].name]
             raw = ""
-            arguments: dict[str, Any] = {}
+            arguments: dict[str, Any] = {p.name: p.choices[0] for p in offered[0].params}
+            arguments = tool.check_arguments(arguments)
         else:
-            offered = [narrowed(t, text) for t in short.candidates]
             grammar = call_grammar(offered)
-            prompt = call_prompt(text, short.candidates)
+            prompt = call_prompt(text, [original[t.name] for t in offered])
             raw = backend.constrained(prompt, grammar, self.config.max_call_tokens)
             called, arguments = parse_call(raw, offered)
-            tool = next(t for t in short.candidates if t.name == called.name)
+            tool = original[called.name]
             arguments = tool.check_arguments(arguments)
         elapsed = (time.perf_counter() - start) * 1000
         return Call(tool, arguments, short.scores[tool.name], names, raw, elapsed)
