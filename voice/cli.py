@@ -477,7 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--limit",
         type=int,
-        help="use only the first N clips (turns: N per set; knowledge: N questions spoken)",
+        help="use only the first N clips (turns: N per set; knowledge: N questions spoken; "
+        "tools: N utterances per tool set spoken, and a barge-in pass)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(

@@ -118,7 +118,7 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.tools import bench_tools
         from voice.bench.tools import format_table as tools_table
 
-        report = bench_tools(settings)
+        report = bench_tools(settings, spoken=args.limit or 0)
         if not args.json:
             print(tools_table(report))
             return 0

@@ -16,10 +16,13 @@ grammar's JSON (0 by construction: checked, not assumed), time to decide a call
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
+from pathlib import Path
 from typing import Any, Literal
 
+from voice.bench.tools_spoken import format_spoken
 from voice.config import Settings
 from voice.embed import Embedder
 from voice.think.llama import LlamaBackend
@@ -31,27 +34,27 @@ Item = Literal["sword", "axe", "shield", "dagger", "helmet"]
 
 def sell(item: Item, quantity: int = 1) -> str:
     """Sell the player weapons or armour from the smithy: a sword, an axe, a shield."""
-    return "sold"
+    return f"Here you are: {quantity} {item}{'s' * (quantity > 1)}, {10 * quantity} gold."
 
 
 def repair(item: Item) -> str:
     """Repair or sharpen the player's damaged weapon or armour."""
-    return "repaired"
+    return f"There, your {item} is as good as new."
 
 
 def give(item: Literal["potion", "map", "apple", "herbs"]) -> str:
     """Give the player a potion, a map, an apple or herbs."""
-    return "given"
+    return f"Here, take the {item}, free of charge."
 
 
 def events(day: Literal["today", "tomorrow", "weekend"]) -> str:
     """List the museum's events, talks and tours on a day."""
-    return "events"
+    return f"{day.capitalize()} there is a fossil talk at eleven."
 
 
 def find_room(room: Literal["cafe", "toilets", "cloakroom", "shop", "dinosaur hall"]) -> str:
     """Tell the visitor where a room is in the museum: the cafe, toilets, cloakroom."""
-    return "room"
+    return f"The {room} is on the ground floor, past the main hall."
 
 
 SETS: dict[str, list[tuple[Any, list[str]]]] = {
@@ -115,6 +118,18 @@ CASES: dict[str, list[tuple[str, Expected]]] = {
 }
 
 
+def blind_cases() -> dict[str, list[tuple[str, str, Expected]]]:
+    """The utterances written blind (voice/data/tools/blind.jsonl), by source."""
+    path = Path(__file__).resolve().parent.parent / "data" / "tools" / "blind.jsonl"
+    out: dict[str, list[tuple[str, str, Expected]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        expect = row["expect"]
+        expected = None if expect is None else (expect["name"], expect["arguments"])
+        out.setdefault(row["source"], []).append((row["set"], row["text"], expected))
+    return out
+
+
 def _percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -122,38 +137,17 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def bench_tools(settings: Settings) -> dict[str, Any]:
-    embedder = Embedder.default()
-    backend = LlamaBackend(settings.llm)
-    rows: list[dict[str, Any]] = []
-    for name, tools in SETS.items():
-        box = Toolbox()
-        for fn, examples in tools:
-            box.add(fn, examples)
-        chooser = Chooser(list(box), embedder, settings.tools)
-        for text, expected in CASES[name]:
-            short = chooser.shortlist(text)
-            start = time.perf_counter()
-            call = chooser.choose(text, backend)
-            ms = (time.perf_counter() - start) * 1000
-            got = (call.tool.name, call.arguments) if call is not None else None
-            if expected is None:
-                outcome = "right_none" if got is None else "false_call"
-            elif got is None:
-                outcome = "missed"
-            else:
-                outcome = "right" if got == expected else "wrong"
-            raw_ok = call is None or not call.raw or call.raw.startswith('{"name": ')
-            rows.append(
-                {
-                    "set": name, "text": text, "expected": expected, "got": got,
-                    "outcome": outcome, "ms": round(ms, 1), "raw_ok": raw_ok,
-                    "top": round(max(short.scores.values()), 3), "chat": round(short.chat, 3),
-                }
-            )  # fmt: skip
+def _outcome(expected: Expected, got: Expected) -> str:
+    if expected is None:
+        return "right_none" if got is None else "false_call"
+    if got is None:
+        return "missed"
+    return "right" if got == expected else "wrong"
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     needing = [r for r in rows if r["expected"] is not None]
     none = [r for r in rows if r["expected"] is None]
-    call_ms = [r["ms"] for r in rows if r["got"] is not None]
     count = {k: sum(r["outcome"] == k for r in rows) for k in ("right", "wrong", "missed")}
     false_calls = sum(r["outcome"] == "false_call" for r in rows)
     return {
@@ -166,7 +160,49 @@ def bench_tools(settings: Settings) -> dict[str, Any]:
         "missed": count["missed"],
         "false_calls": false_calls,
         "false_share": round(false_calls / max(len(none), 1), 3),
+    }
+
+
+def bench_tools(settings: Settings, spoken: int = 0) -> dict[str, Any]:
+    """``spoken``: also say the first N utterances of each tool set through a real
+    conversation, and run the barge-in pass (voice.bench.tools_spoken); 0 skips it."""
+    embedder = Embedder.default()
+    backend = LlamaBackend(settings.llm)
+    choosers = {}
+    for name, tools in SETS.items():
+        box = Toolbox()
+        for fn, examples in tools:
+            box.add(fn, examples)
+        choosers[name] = Chooser(list(box), embedder, settings.tools)
+    sources = {"tuning": [(name, t, e) for name, cases in CASES.items() for t, e in cases]}
+    sources.update(blind_cases())
+    rows: list[dict[str, Any]] = []
+    for source, cases in sources.items():
+        for name, text, expected in cases:
+            chooser = choosers[name]
+            short = chooser.shortlist(text)
+            start = time.perf_counter()
+            call = chooser.choose(text, backend)
+            ms = (time.perf_counter() - start) * 1000
+            got = (call.tool.name, call.arguments) if call is not None else None
+            raw_ok = call is None or not call.raw or call.raw.startswith('{"name": ')
+            rows.append(
+                {
+                    "source": source, "set": name, "text": text, "expected": expected,
+                    "got": got, "outcome": _outcome(expected, got), "ms": round(ms, 1),
+                    "raw_ok": raw_ok, "model": bool(call is not None and call.raw),
+                    "top": round(max(short.scores.values()), 3), "chat": round(short.chat, 3),
+                }
+            )  # fmt: skip
+    needing = [r for r in rows if r["expected"] is not None]
+    none = [r for r in rows if r["expected"] is None]
+    call_ms = [r["ms"] for r in rows if r["got"] is not None]
+    report = {
+        **_summary(rows),
+        "by_source": {s: _summary([r for r in rows if r["source"] == s]) for s in sources},
         "json_not_grammar": sum(not r["raw_ok"] for r in rows),
+        "calls_filled_by_model": sum(r["model"] for r in rows),
+        "calls": sum(r["got"] is not None for r in rows),
         "call_ms_p50": round(statistics.median(call_ms), 1) if call_ms else 0.0,
         "call_ms_p95": round(_percentile(call_ms, 0.95), 1),
         "threshold": settings.tools.threshold,
@@ -174,16 +210,41 @@ def bench_tools(settings: Settings) -> dict[str, Any]:
         "top_score_none_max": max((r["top"] for r in none), default=0.0),
         "rows": rows,
     }
+    if spoken:
+        report["spoken"] = _spoken(settings, spoken)
+    return report
+
+
+def _spoken(settings: Settings, limit: int) -> dict[str, Any]:
+    from voice.app.build import load_engines
+    from voice.bench.tools_spoken import barge_in_during_calls, spoken_calls
+
+    engines = load_engines(settings)
+    sets = {}
+    for name, tools in SETS.items():
+        cases = CASES[name]
+        calls = [c for c in cases if c[1] is not None]
+        nones = [c for c in cases if c[1] is None]
+        mixed = [c for pair in zip(calls, nones, strict=False) for c in pair]
+        mixed += [c for c in cases if c not in mixed]  # calls and small talk alternate
+        sets[name] = spoken_calls(settings, engines, tools, mixed[:limit])
+    return {"sets": sets, "barge_in": barge_in_during_calls(settings, engines, 3)}
 
 
 def format_table(report: dict[str, Any]) -> str:
     lines = [
-        f"utterances {report['utterances']} ({report['need_a_call']} need a call, "
-        f"{report['need_none']} none)",
-        f"right tool and arguments {report['right']}/{report['need_a_call']} "
-        f"({report['right_share']:.0%}); wrong {report['wrong']}; missed {report['missed']}",
-        f"false calls {report['false_calls']}/{report['need_none']} ({report['false_share']:.0%})",
+        "source        utterances  right tool+args  wrong  missed  false calls",
+    ]
+    for source, part in [*report["by_source"].items(), ("all", report)]:
+        lines.append(
+            f"{source:<13} {part['utterances']:>10}  {part['right']:>3}/{part['need_a_call']:<3} "
+            f"({part['right_share']:>4.0%})  {part['wrong']:>5}  {part['missed']:>6}  "
+            f"{part['false_calls']:>3}/{part['need_none']:<3} ({part['false_share']:.0%})"
+        )
+    lines += [
         f"call text outside the grammar's JSON: {report['json_not_grammar']}",
+        f"calls the model filled (the words did not settle them): "
+        f"{report['calls_filled_by_model']}/{report['calls']}",
         f"time to the call p50 {report['call_ms_p50']} ms, p95 {report['call_ms_p95']} ms",
         f"best tool score: lowest of those needing a call {report['top_score_needing_min']}, "
         f"highest of those needing none {report['top_score_none_max']} "
@@ -191,5 +252,7 @@ def format_table(report: dict[str, Any]) -> str:
     ]
     for row in report["rows"]:
         if row["outcome"] not in ("right", "right_none"):
-            lines.append(f"  {row['outcome']}: {row['text']!r} -> {row['got']}")
+            lines.append(f"  {row['source']} {row['outcome']}: {row['text']!r} -> {row['got']}")
+    if "spoken" in report:
+        lines.append(format_spoken(report["spoken"]))
     return "\n".join(lines)
