@@ -8,7 +8,8 @@
 
 Passers-by talking among themselves are not answered: only speech after the wake word
 is (the question may follow it in the same breath), and for a few seconds after each
-reply, a follow-up without it. It greets, answers, and after ``--idle-timeout``
+reply, a follow-up without it. It greets, answers from its knowledge file, looks up
+the day's events with a tool (``events``), and after ``--idle-timeout``
 seconds without anyone talking to it forgets the visitor (history cleared) and greets
 the next one. Memory
 stays bounded for hours: the history is trimmed and the models are loaded once.
@@ -23,6 +24,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -33,6 +35,28 @@ from voice.errors import VoiceError
 from voice.events import Event
 
 HERE = Path(__file__).resolve().parent
+Day = Literal["today", "tomorrow", "weekend"]
+# What a real kiosk would read from the museum's calendar, which changes every day: a
+# tool, not the knowledge file (docs/tools.md).
+EVENTS: dict[str, list[str]] = {
+    "today": ["a fossil talk at eleven in the Dinosaur Hall", "a family tour at two o'clock"],
+    "tomorrow": ["a drawing class for children at ten", "a talk on meteorites at three"],
+    "weekend": ["guided tours every hour from ten to four", "a dinosaur puppet show at noon"],
+}
+
+
+def add_tools(assistant: Assistant) -> None:
+    """The kiosk's lookup: today's (or another day's) events, said as written."""
+
+    def events(day: Day = "today") -> str:
+        """List the museum's events, talks and tours on a day."""
+        listing = EVENTS.get(day, [])
+        when = "This weekend" if day == "weekend" else day.capitalize()
+        if not listing:
+            return f"{when} there are no events."
+        return f"{when}: {' and '.join(listing)}."
+
+    assistant.tool(examples=["what's on today", "are there any tours this afternoon"])(events)
 
 
 class Kiosk:
@@ -112,6 +136,7 @@ def main() -> int:
         wake_word = "" if args.push_to_talk or args.wake_word == "none" else args.wake_word
         settings.set("wake", "wake_word", wake_word)
         assistant = Assistant(settings, persona=args.persona)
+        add_tools(assistant)
     except VoiceError as exc:
         print(f"kiosk: {exc}", file=sys.stderr)
         return 2

@@ -160,6 +160,19 @@ def test_the_kiosk_greets_answers_a_visitor_and_resets_when_idle(tmp_path: Path)
     assert np.abs(played[int(final["end_ms"] * 16) :]).max() > 0.05  # the answer was played
 
 
+def test_the_kiosk_looks_up_the_days_events_with_its_tool() -> None:
+    result = run_example(["examples/kiosk.py", "--text", "--json", "--wake-word", "none"],
+                         stdin="What's on this weekend?\nWhere is the cafe?\n")  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    (call,) = [e for e in events if e["type"] == "tool_call"]  # the cafe: from knowledge
+    assert (call["name"], call["arguments"]) == ("events", {"day": "weekend"})
+    (done,) = [e for e in events if e["type"] == "tool_result"]
+    assert done["status"] == "ok" and "puppet show" in done["result"]
+    replies = [e["text"] for e in events if e["type"] == "reply_end"]
+    assert any("puppet show" in text for text in replies)
+
+
 def test_the_npcs_answer_typed_turns_in_their_own_way() -> None:
     result = run_example(
         ["examples/npc.py", "--text"], stdin="What do you sell?\nPip, what do you sell?\n"
