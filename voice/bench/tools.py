@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from voice.config import Settings
 from voice.embed import Embedder
-from voice.think.llama import LlamaBackend
+from voice.errors import VoiceError
+from voice.think.backend import make_backend
 from voice.tools import Toolbox
 from voice.tools.choose import Chooser
 
@@ -124,7 +125,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def bench_tools(settings: Settings) -> dict[str, Any]:
     embedder = Embedder.default()
-    backend = LlamaBackend(settings.llm)
+    backend = make_backend(settings.llm)  # embedded, or a server's OpenAI tools (llm.backend)
     rows: list[dict[str, Any]] = []
     for name, tools in SETS.items():
         box = Toolbox()
@@ -134,10 +135,16 @@ def bench_tools(settings: Settings) -> dict[str, Any]:
         for text, expected in CASES[name]:
             short = chooser.shortlist(text)
             start = time.perf_counter()
-            call = chooser.choose(text, backend)
+            error = ""
+            try:
+                call = chooser.choose(text, backend)
+            except VoiceError as exc:  # a server's call that fits no tool (never embedded)
+                call, error = None, str(exc)
             ms = (time.perf_counter() - start) * 1000
             got = (call.tool.name, call.arguments) if call is not None else None
-            if expected is None:
+            if error:
+                outcome = "refused"
+            elif expected is None:
                 outcome = "right_none" if got is None else "false_call"
             elif got is None:
                 outcome = "missed"
@@ -149,6 +156,7 @@ def bench_tools(settings: Settings) -> dict[str, Any]:
                     "set": name, "text": text, "expected": expected, "got": got,
                     "outcome": outcome, "ms": round(ms, 1), "raw_ok": raw_ok,
                     "top": round(max(short.scores.values()), 3), "chat": round(short.chat, 3),
+                    "error": error,
                 }
             )  # fmt: skip
     needing = [r for r in rows if r["expected"] is not None]
@@ -165,6 +173,7 @@ def bench_tools(settings: Settings) -> dict[str, Any]:
         "wrong": count["wrong"],
         "missed": count["missed"],
         "false_calls": false_calls,
+        "refused": sum(r["outcome"] == "refused" for r in rows),
         "false_share": round(false_calls / max(len(none), 1), 3),
         "json_not_grammar": sum(not r["raw_ok"] for r in rows),
         "call_ms_p50": round(statistics.median(call_ms), 1) if call_ms else 0.0,
@@ -183,7 +192,8 @@ def format_table(report: dict[str, Any]) -> str:
         f"right tool and arguments {report['right']}/{report['need_a_call']} "
         f"({report['right_share']:.0%}); wrong {report['wrong']}; missed {report['missed']}",
         f"false calls {report['false_calls']}/{report['need_none']} ({report['false_share']:.0%})",
-        f"call text outside the grammar's JSON: {report['json_not_grammar']}",
+        f"call text outside the grammar's JSON: {report['json_not_grammar']}; "
+        f"calls refused (no tool, bad arguments): {report['refused']}",
         f"time to the call p50 {report['call_ms_p50']} ms, p95 {report['call_ms_p95']} ms",
         f"best tool score: lowest of those needing a call {report['top_score_needing_min']}, "
         f"highest of those needing none {report['top_score_none_max']} "
@@ -191,5 +201,6 @@ def format_table(report: dict[str, Any]) -> str:
     ]
     for row in report["rows"]:
         if row["outcome"] not in ("right", "right_none"):
-            lines.append(f"  {row['outcome']}: {row['text']!r} -> {row['got']}")
+            got = row["error"] or row["got"]
+            lines.append(f"  {row['outcome']}: {row['text']!r} -> {got}")
     return "\n".join(lines)

@@ -104,6 +104,10 @@ class LlmBackend(Protocol):
         max_tokens: int | None = None,
     ) -> Iterator[str]: ...
 
+    def fill_call(self, messages: list[Message], request: CallRequest) -> str | None:
+        """A tool call: see FillsCalls (the part of a backend the tools need)."""
+        ...
+
 
 @dataclass(frozen=True)
 class CallRequest:
