@@ -1,8 +1,9 @@
 """The HTTP backend's tool calls (docs/tools.md): streamed ``tool_calls`` deltas put
 together from scripted chunks, and ``fill_call`` against a scripted server on
 loopback (split arguments, words instead of a call, malformed chunks, a cut stream,
-a timeout, an unreachable server). Pure logic and the standard library: the real
-llama.cpp server is in tests/component/test_tools_http.py."""
+a timeout, an unreachable server), and a conversation on it: a bad call is an error
+event and the usual reply, never spoken. Fake engines and the standard library: the
+real llama.cpp server is in tests/component/test_tools_http.py."""
 
 from __future__ import annotations
 
@@ -15,9 +16,18 @@ from typing import Any, Literal
 
 import numpy as np
 import pytest
+from conftest import LoudIsSpeech
+from test_conversation_core import FakeAsr, FakeTts
 
 from voice.bench.llama_server import free_port
+from voice.conversation.actions import TtsJob
+from voice.conversation.session import Session
 from voice.errors import VoiceError
+from voice.events import Error, ReplyText, ToolCall
+from voice.listen.endpoint import EndpointConfig
+from voice.listen.listener import ListenConfig, Listener
+from voice.reply.history import History
+from voice.runtime.engines import EngineLane, Engines
 from voice.think.backend import CallRequest, LlmConfig, Message
 from voice.think.http import LlmUnavailableError, OpenAiHttpBackend
 from voice.think.tool_stream import MalformedStreamError, ToolCallStream
@@ -186,6 +196,7 @@ class Script:
         self.done = True
         self.status = 200
         self.requests: list[dict[str, Any]] = []
+        self.reply: list[Any] = []  # the events of a request with no tools (a reply)
 
 
 @pytest.fixture
@@ -195,13 +206,16 @@ def server() -> Iterator[tuple[str, Script]]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers["Content-Length"])
-            script.requests.append(json.loads(self.rfile.read(length)))
+            body = json.loads(self.rfile.read(length))
+            script.requests.append(body)
+            events = script.events if "tools" in body else script.reply
             self.send_response(script.status)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             time.sleep(script.pause_s)
-            lines = [b"data: " + json.dumps(e).encode() + b"\n\n" for e in script.events]
-            lines += script.raw + ([b"data: [DONE]\n\n"] if script.done else [])
+            lines = [b"data: " + json.dumps(e).encode() + b"\n\n" for e in events]
+            raw = script.raw if "tools" in body else []
+            lines += raw + ([b"data: [DONE]\n\n"] if script.done else [])
             try:
                 for line in lines:
                     self.wfile.write(line)
@@ -296,7 +310,7 @@ def test_fill_call_times_out_and_an_unreachable_server_is_reported(
 
 def test_the_text_stream_still_reads_its_deltas(server: tuple[str, Script]) -> None:
     url, script = server
-    script.events = [delta(content="Hello"), delta(content=" there."), END]
+    script.reply = [delta(content="Hello"), delta(content=" there."), END]
     assert "".join(backend(url).stream(PROMPT)) == "Hello there."
 
 
@@ -359,3 +373,62 @@ def test_the_chooser_asks_for_the_shortlist_and_checks_the_answer() -> None:
     assert words.requests[-1].tool_choice == "auto"
     with pytest.raises(ToolError, match="tool_choice"):
         Chooser([SELL], KeywordEmbedder(), ToolsConfig(tool_choice="always"))
+
+
+# --- a conversation on the HTTP backend: what a bad call does ------------------------
+
+
+def _converse(llm: OpenAiHttpBackend, text: str) -> list[Any]:
+    """One typed turn through a session with the scripted server as its model (fake
+    ears and voice), every job run on a real engine lane, until the reply is done."""
+    engines = Engines(asr=FakeAsr(), llm=llm, tts=FakeTts())
+    listener = Listener(LoudIsSpeech(), EndpointConfig(end_silence_ms=600), ListenConfig())
+    session = Session(listener, History("Be brief.", 2048, 100, llm.count_tokens))
+    session.tools = Chooser([SELL], KeywordEmbedder())
+    lane = EngineLane(engines, 5.0)
+    session.submit_text(text)
+    out: list[Any] = []
+    for _ in range(1000):
+        out += session.take()
+        job = session.next_job()
+        if job is None:
+            if session._reply is None and not session.busy:
+                break
+            session.feed(np.zeros(320, np.float32))
+            continue
+        try:
+            result = lane.run(job)
+        except Exception as exc:
+            session.on_job_failed(job, exc)
+            continue
+        session.on_result(job, result)
+        if isinstance(job, TtsJob) and session._reply is not None:
+            session.on_played(session._reply.gen_id, session._playback.queued)
+    return out + session.take()
+
+
+@pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        ([call_part(name="steal", arguments='{"item": "axe"}'), END], "not a tool here"),
+        ([call_part(name="sell", arguments='{"item": "bow"}'), END], "expected one of"),
+        ([call_part(name="sell", arguments='{"item": '), {"x": 1}], "malformed stream chunk"),
+        ([delta(content='{"name": "sell"}'), END], ""),  # words, even JSON-like: no call
+    ],
+)
+def test_a_bad_call_is_an_error_event_and_the_usual_reply_is_said(
+    server: tuple[str, Script], call: list[Any], problem: str
+) -> None:
+    url, script = server
+    script.events, script.reply = call, [delta(content="Happy to help."), END]
+    out = _converse(backend(url), "I'd buy an axe")
+    assert not [e for e in out if isinstance(e, ToolCall)]
+    errors = [e for e in out if isinstance(e, Error)]
+    if problem:
+        assert [e.code for e in errors] == ["tool_choice_failed"]
+        assert problem in errors[0].message
+    else:
+        assert not errors
+    said = "".join(e.text for e in out if isinstance(e, ReplyText)).strip()
+    assert said == "Happy to help."  # the reply, never the call's JSON or the words
+    assert [("tools" in r) for r in script.requests] == [True, False]
