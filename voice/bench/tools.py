@@ -25,7 +25,8 @@ from typing import Any, Literal
 from voice.bench.tools_spoken import format_spoken
 from voice.config import Settings
 from voice.embed import Embedder
-from voice.think.llama import LlamaBackend
+from voice.errors import VoiceError
+from voice.think.backend import make_backend
 from voice.tools import Toolbox
 from voice.tools.choose import Chooser
 
@@ -137,7 +138,9 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _outcome(expected: Expected, got: Expected) -> str:
+def _outcome(expected: Expected, got: Expected, error: str) -> str:
+    if error:
+        return "refused"
     if expected is None:
         return "right_none" if got is None else "false_call"
     if got is None:
@@ -159,6 +162,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "wrong": count["wrong"],
         "missed": count["missed"],
         "false_calls": false_calls,
+        "refused": sum(r["outcome"] == "refused" for r in rows),
         "false_share": round(false_calls / max(len(none), 1), 3),
     }
 
@@ -167,7 +171,7 @@ def bench_tools(settings: Settings, spoken: int = 0) -> dict[str, Any]:
     """``spoken``: also say the first N utterances of each tool set through a real
     conversation, and run the barge-in pass (voice.bench.tools_spoken); 0 skips it."""
     embedder = Embedder.default()
-    backend = LlamaBackend(settings.llm)
+    backend = make_backend(settings.llm)  # embedded, or a server's OpenAI tools (llm.backend)
     choosers = {}
     for name, tools in SETS.items():
         box = Toolbox()
@@ -182,14 +186,19 @@ def bench_tools(settings: Settings, spoken: int = 0) -> dict[str, Any]:
             chooser = choosers[name]
             short = chooser.shortlist(text)
             start = time.perf_counter()
-            call = chooser.choose(text, backend)
+            error = ""
+            try:
+                call = chooser.choose(text, backend)
+            except VoiceError as exc:  # a server's call that fits no tool (never embedded)
+                call, error = None, str(exc)
             ms = (time.perf_counter() - start) * 1000
             got = (call.tool.name, call.arguments) if call is not None else None
             raw_ok = call is None or not call.raw or call.raw.startswith('{"name": ')
             rows.append(
                 {
                     "source": source, "set": name, "text": text, "expected": expected,
-                    "got": got, "outcome": _outcome(expected, got), "ms": round(ms, 1),
+                    "got": got, "outcome": _outcome(expected, got, error), "ms": round(ms, 1),
+                    "error": error,
                     "raw_ok": raw_ok, "model": bool(call is not None and call.raw),
                     "top": round(max(short.scores.values()), 3), "chat": round(short.chat, 3),
                 }
@@ -242,7 +251,8 @@ def format_table(report: dict[str, Any]) -> str:
             f"{part['false_calls']:>3}/{part['need_none']:<3} ({part['false_share']:.0%})"
         )
     lines += [
-        f"call text outside the grammar's JSON: {report['json_not_grammar']}",
+        f"call text outside the grammar's JSON: {report['json_not_grammar']}; "
+        f"calls refused (no tool, bad arguments): {report['refused']}",
         f"calls the model filled (the words did not settle them): "
         f"{report['calls_filled_by_model']}/{report['calls']}",
         f"time to the call p50 {report['call_ms_p50']} ms, p95 {report['call_ms_p95']} ms",
@@ -252,7 +262,8 @@ def format_table(report: dict[str, Any]) -> str:
     ]
     for row in report["rows"]:
         if row["outcome"] not in ("right", "right_none"):
-            lines.append(f"  {row['source']} {row['outcome']}: {row['text']!r} -> {row['got']}")
+            got = row["error"] or row["got"]
+            lines.append(f"  {row['source']} {row['outcome']}: {row['text']!r} -> {got}")
     if "spoken" in report:
         lines.append(format_spoken(report["spoken"]))
     return "\n".join(lines)

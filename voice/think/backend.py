@@ -11,7 +11,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a friendly voice assistant. Your replies are spoken aloud, so answer in one "
@@ -103,6 +103,34 @@ class LlmBackend(Protocol):
         cancel: threading.Event | None = None,
         max_tokens: int | None = None,
     ) -> Iterator[str]: ...
+
+    def fill_call(self, messages: list[Message], request: CallRequest) -> str | None:
+        """A tool call: see FillsCalls (the part of a backend the tools need)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """One tool call for a model to write, in both forms a backend may need: the
+    embedded one holds its sampler to ``grammar`` (GBNF, voice.tools.grammar), an
+    HTTP server is sent ``tools`` (OpenAI entries) with ``tool_choice``. The tools
+    are the same, already shortlisted (voice.tools.choose)."""
+
+    grammar: str
+    tools: list[dict[str, Any]]
+    tool_choice: str | dict[str, Any] = "required"
+    max_tokens: int = 48
+
+
+class FillsCalls(Protocol):
+    """A backend that can write a tool call (both backends are one).
+
+    ``fill_call`` returns the call as ``{"name": ..., "arguments": ...}`` JSON text
+    (voice.tools.grammar.parse_call checks it against the tools), or None when the
+    model answered in words instead (an HTTP server may: the reply is then made as
+    if no tool matched)."""
+
+    def fill_call(self, messages: list[Message], request: CallRequest) -> str | None: ...
 
 
 class TokenSteps(Protocol):

@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from voice.errors import VoiceError
-from voice.think.backend import LlmConfig, Message
+from voice.think.backend import CallRequest, LlmConfig, Message
+from voice.think.tool_stream import MalformedStreamError, ToolCallStream
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,11 @@ class OpenAiHttpBackend:
                         "Check llm.model and llm.api_key.",
                         code="llm_rejected",
                     )
-                last_error = f"HTTP {response.status}"
+                last_error = (
+                    f"HTTP {response.status}: {detail[:200]}"
+                    if detail
+                    else f"HTTP {response.status}"
+                )
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 last_error = f"{type(exc).__name__}: {exc}"
@@ -141,27 +146,7 @@ class OpenAiHttpBackend:
         body = json.dumps(request).encode()
         conn, response = self._open(body)
         try:
-            while not (cancel is not None and cancel.is_set()):
-                try:
-                    line = response.readline()
-                except (OSError, http.client.HTTPException) as exc:
-                    line, cut = b"", f"{type(exc).__name__}: {exc}"
-                else:
-                    cut = "the connection closed"
-                if not line:  # a stream ends with [DONE]; this one was cut short
-                    if cancel is not None and cancel.is_set():
-                        break  # by us
-                    self.state = "unreachable"
-                    raise LlmUnavailableError(
-                        f"the LLM server at {self.config.url} stopped mid-reply ({cut}).",
-                        "Check the server's log; the next turn retries.",
-                    )
-                text = line.decode(errors="replace").strip()
-                if not text.startswith("data:"):
-                    continue
-                payload = text[5:].strip()
-                if payload == "[DONE]":
-                    break
+            for payload in self._payloads(response, cancel):
                 try:
                     choice = json.loads(payload)["choices"][0]
                     delta = choice["delta"].get("content")
@@ -175,3 +160,83 @@ class OpenAiHttpBackend:
             self.state = "ok"
         finally:
             conn.close()  # on cancel this is what tells the server to stop
+
+    def _payloads(
+        self, response: http.client.HTTPResponse, cancel: threading.Event | None = None
+    ) -> Iterator[str]:
+        """The ``data:`` payloads of a server-sent event stream, up to ``[DONE]`` (or
+        ``cancel``); a stream cut before either is an LlmUnavailableError."""
+        while not (cancel is not None and cancel.is_set()):
+            try:
+                line = response.readline()
+            except (OSError, http.client.HTTPException) as exc:  # a timeout is an OSError
+                line, cut = b"", f"{type(exc).__name__}: {exc}"
+            else:
+                cut = "the connection closed"
+            if not line:  # a stream ends with [DONE]; this one was cut short
+                if cancel is not None and cancel.is_set():
+                    return  # by us
+                self.state = "unreachable"
+                raise LlmUnavailableError(
+                    f"the LLM server at {self.config.url} stopped mid-reply ({cut}).",
+                    "Check the server's log; the next turn retries.",
+                )
+            text = line.decode(errors="replace").strip()
+            if not text.startswith("data:"):
+                continue
+            payload = text[5:].strip()
+            if payload == "[DONE]":
+                return
+            yield payload
+
+    def fill_call(self, messages: list[Message], request: CallRequest) -> str | None:
+        """A tool call (voice.think.backend.FillsCalls) through the server's OpenAI
+        ``tools``: streamed, its ``tool_calls`` deltas put together (ToolCallStream).
+
+        Returns the first call as ``{"name", "arguments"}`` JSON text, unchecked (the
+        caller checks it against its tools), or None when the server answered in
+        words: servers that ignore ``tool_choice`` do. Greedy, as the embedded call
+        is. Errors: LlmUnavailableError (unreachable, cut, timed out),
+        MalformedStreamError (a chunk not of the format), VoiceError (the server
+        refused the request or failed mid-stream, or the call was cut at
+        ``max_tokens``)."""
+        body = json.dumps(
+            {
+                "model": self.config.model,
+                "messages": [m.to_dict() for m in messages],
+                "stream": True,
+                "max_tokens": request.max_tokens,
+                "temperature": 0.0,
+                "tools": request.tools,
+                "tool_choice": request.tool_choice,
+                "parallel_tool_calls": False,
+            }
+        ).encode()
+        conn, response = self._open(body)
+        calls = ToolCallStream()
+        try:
+            for payload in self._payloads(response):
+                try:
+                    chunk = json.loads(payload)
+                except ValueError:
+                    raise MalformedStreamError(
+                        f"the LLM server sent a stream chunk that is not JSON: {payload[:120]}",
+                        "Check that llm.url is an OpenAI-compatible server.",
+                    ) from None
+                calls.add(chunk)
+                if calls.finish_reason:
+                    break  # complete, even from a server that sends no [DONE] after it
+            self.state = "ok"
+        finally:
+            conn.close()
+        call = calls.call()
+        if call is None:
+            log.info("the LLM server answered in words, not a tool call: %.80s", calls.text)
+            return None
+        if calls.finish_reason == "length":
+            raise VoiceError(
+                f"the server's call to {call.name}() was cut at {request.max_tokens} tokens.",
+                "Raise [tools] max_call_tokens.",
+                code="tool_call_cut",
+            )
+        return call.as_text()

@@ -24,7 +24,7 @@ import numpy as np
 from voice.errors import VoiceError
 from voice.models import resolve_llm_model
 from voice.think.amx import avoid_amx
-from voice.think.backend import LlmConfig, Message, TokenSteps
+from voice.think.backend import CallRequest, LlmConfig, Message, TokenSteps
 from voice.think.requantize import converted_model
 
 log = logging.getLogger(__name__)
@@ -182,6 +182,11 @@ class LlamaBackend:
         """The model's whole reply to ``messages``, greedy and held to the GBNF
         ``grammar`` (a tool call, voice.tools.grammar): it can write nothing else."""
         return str(self._worker.submit(self._constrained, messages, grammar, max_tokens).result())
+
+    def fill_call(self, messages: list[Message], request: CallRequest) -> str:
+        """A tool call (voice.think.backend.FillsCalls): held to the request's grammar,
+        so it is always one (never None, whatever ``tool_choice`` says)."""
+        return self.constrained(messages, request.grammar, request.max_tokens)
 
     def _constrained(self, messages: list[Message], grammar: str, max_tokens: int) -> str:
         from llama_cpp import LlamaGrammar  # type: ignore[attr-defined]

@@ -10,7 +10,10 @@ second when it cannot go wrong in form (docs/tools.md has the numbers):
    of the best one stay on the list (``max_candidates`` at most);
 2. **fill under a grammar**: the model writes the call, held by a GBNF grammar
    (voice.tools.grammar) to the shortlisted tools and their parameters' types and
-   closed sets, so the call is always a known tool with valid arguments.
+   closed sets, so the call is always a known tool with valid arguments. Over HTTP
+   the same tools go to the server as OpenAI ``tools`` (``tool_choice``: see
+   ``ToolsConfig.tool_choice``) and its streamed call is checked the same way; a
+   server that answers in words makes no call.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from voice.think.backend import Message
+from voice.think.backend import CallRequest, FillsCalls, Message
 from voice.tools.grammar import call_grammar, parse_call
 from voice.tools.intent import not_asking
-from voice.tools.schema import Param, Tool
+from voice.tools.schema import Param, Tool, ToolError
 
 FloatArray = npt.NDArray[np.float32]
 # Everyday lines that call nothing: an utterance closer to one of them than to every
@@ -45,12 +48,6 @@ class Embeds(Protocol):
     """What the shortlist needs of a sentence encoder (voice.embed.Embedder is one)."""
 
     def embed(self, texts: list[str]) -> FloatArray: ...
-
-
-class FillsCalls(Protocol):
-    """What argument filling needs of an LLM backend (voice.think.llama.LlamaBackend)."""
-
-    def constrained(self, messages: list[Message], grammar: str, max_tokens: int) -> str: ...
 
 
 @dataclass
@@ -73,6 +70,18 @@ class ToolsConfig:
     # 135M model told "sold two swords" as "No, no." and a given potion as "I can't
     # provide a potion" in examples/npc.py, so strings are said by default.
     results: str = "say"
+    # The HTTP backend's OpenAI ``tool_choice`` once the shortlist found tools:
+    # "required" (the model must call one: one tool is named, several are "required"),
+    # as the embedded grammar does; "auto" lets the server's model answer in words
+    # instead (then no call, the usual reply). docs/tools.md says why "required".
+    tool_choice: str = "required"
+
+    def validate(self) -> None:
+        if self.tool_choice not in ("required", "auto"):
+            raise ToolError(
+                f"[tools] tool_choice {self.tool_choice!r} is not a choice.",
+                'Use "required" (the default) or "auto".',
+            )
 
 
 @dataclass(frozen=True)
@@ -198,6 +207,17 @@ def call_prompt(text: str, tools: Sequence[Tool]) -> list[Message]:
     return [Message("system", system), Message("user", text)]
 
 
+def tool_choice(tools: Sequence[Tool], mode: str = "required") -> str | dict[str, Any]:
+    """The OpenAI ``tool_choice`` for a call to one of ``tools`` (the shortlist).
+
+    "required" names the tool when there is one: the same demand, in the form that
+    more servers honour (llama-cpp-python's server ignores "required" but holds a
+    named function's arguments to its schema)."""
+    if mode == "required" and len(tools) == 1:
+        return {"type": "function", "function": {"name": tools[0].name}}
+    return mode
+
+
 class Chooser:
     """Decides the call (or none) for one utterance; shared by a conversation's turns."""
 
@@ -207,6 +227,7 @@ class Chooser:
         self.tools = list(tools)
         self.embedder = embedder
         self.config = config or ToolsConfig()
+        self.config.validate()  # a bad setting fails at start-up, not at the first call
         texts = [(i, s) for i, t in enumerate(self.tools) for s in (t.description, *t.examples)]
         self._owner = np.array([i for i, _ in texts], dtype=np.int64)
         self._vectors = embedder.embed([s for _, s in texts]) if texts else None
@@ -251,9 +272,17 @@ class Chooser:
             arguments: dict[str, Any] = {p.name: p.choices[0] for p in offered[0].params}
             arguments = tool.check_arguments(arguments)
         else:
-            grammar = call_grammar(offered)
+            request = CallRequest(
+                grammar=call_grammar(offered),
+                tools=[t.openai() for t in offered],
+                tool_choice=tool_choice(offered, self.config.tool_choice),
+                max_tokens=self.config.max_call_tokens,
+            )
             prompt = call_prompt(text, [original[t.name] for t in offered])
-            raw = backend.constrained(prompt, grammar, self.config.max_call_tokens)
+            filled = backend.fill_call(prompt, request)
+            if filled is None:
+                return None  # the model answered in words (an HTTP server may): no call
+            raw = filled
             called, arguments = parse_call(raw, offered)
             tool = original[called.name]
             arguments = tool.check_arguments(arguments)
