@@ -98,7 +98,8 @@ def _params(tool: str, schema: Any) -> tuple[Param, ...]:
         return ()
     where = f"tool {tool}: 'parameters'"
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
-        raise ToolError(f"{where} must be a JSON schema of type 'object'.")
+        got = schema.get("type") if isinstance(schema, dict) else schema
+        raise ToolError(f"{where} must be a JSON schema of type 'object', not {got!r:.40}.")
     properties = schema.get("properties", {})
     if not isinstance(properties, dict) or len(properties) > MAX_PARAMS:
         raise ToolError(f"{where}: 'properties' must map up to {MAX_PARAMS} names to schemas.")
