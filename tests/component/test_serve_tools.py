@@ -1,7 +1,8 @@
 """Tools a page declares, through a real `voice serve` and the real models: a spoken
 turn calls the page's tool, the client answers the call and the reply says its result;
-a client that never answers is a hung tool (the filler, then the apology); bad
-declarations and bad answers get coded errors and the session goes on."""
+a client that never answers is a hung tool (the filler, then the apology); speech
+over a call cancels it; bad declarations and bad answers get coded errors, late
+answers are ignored, and the session goes on."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import VoiceServer
+from conftest import VoiceServer, clip
 
 from voice.serve.client import VoiceClient
 
@@ -100,6 +101,28 @@ def test_a_page_that_never_answers_is_a_hung_tool(voice_server: VoiceServer) -> 
     assert errors(client) == ["tool_timeout", "unknown_type"]
     (end,) = client.of_type("reply_end")
     assert end["text"].strip() == "One moment. Sorry, I couldn't do that."
+
+
+def test_speaking_over_a_page_tool_call_cancels_it(voice_server: VoiceServer) -> None:
+    async def main() -> VoiceClient:
+        async with VoiceClient(voice_server.ws_url, tools=[LIGHT]) as client:
+            client.say(spoken("Turn the light on, please."), onset_s=LEAD_S)
+            await client.wait_for(lambda: client.of_type("tool_call"), 30, "the tool call")
+            client.say(clip("cmu_arctic_axb_a0004", lead_s=0.0))  # the page holds its answer
+            await client.wait_for(lambda: client.of_type("tool_result"), 10, "the cancel")
+            (call,) = client.of_type("tool_call")
+            late = {"type": "tool_result", "call_id": call["call_id"], "result": "On."}
+            await client.send_json(late)  # too late: ignored, no error
+            await client.send_json({"type": "dance"})
+            await client.wait_for(lambda: "unknown_type" in errors(client), 5, "an error")
+            return client
+
+    client = run(main())
+    (result,) = client.of_type("tool_result")
+    assert result["status"] == "cancelled" and result["run_ms"] < 5000
+    assert errors(client) == ["unknown_type"]  # no timeout, no error for the late answer
+    said = " ".join(m["text"] for m in client.of_type("reply_text"))
+    assert "Sorry" not in said and "light is" not in said
 
 
 def run(coro: Any) -> Any:

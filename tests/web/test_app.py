@@ -86,8 +86,15 @@ def test_a_stop_that_joined_the_turn_brings_the_exchange_back_as_heard() -> None
 def test_a_tool_call_shows_before_its_reply_with_its_outcome() -> None:
     """The page's own tool (switch_light, with time_limit_ms: the page answers it) and
     one that timed out: each shows as a line before the reply it belongs to."""
-    call = {"type": "tool_call", "call_id": 1, "reply_id": 1, "name": "switch_light",
-            "arguments": {"state": "on"}, "choose_ms": 800, "time_limit_ms": 5000}
+    call = {
+        "type": "tool_call",
+        "call_id": 1,
+        "reply_id": 1,
+        "name": "switch_light",
+        "arguments": {"state": "on"},
+        "choose_ms": 800,
+        "time_limit_ms": 5000,
+    }
     messages = [
         final(1, "Turn the light on, please."),
         {"type": "reply_start", "reply_id": 1, "utterance_id": 1},
