@@ -393,7 +393,9 @@ class Connection:
             chooser = await asyncio.to_thread(choose)
         except Exception as exc:  # the encoder failed: the conversation goes on without them
             log.exception("the page's tools could not be registered")
-            error = ToolError(f"the page's tools could not be registered: {exc}.")
+            error = ToolError(
+                f"the page's tools could not be registered: {exc}.", code="tools_unavailable"
+            )
             return [], [*notices, self._error(error)]
         bridge.time_limit_s = chooser.config.time_limit_s
         bridge.limits = {t.name: t.time_limit_s for t in tools if t.time_limit_s is not None}
