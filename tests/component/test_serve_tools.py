@@ -121,8 +121,8 @@ def test_speaking_over_a_page_tool_call_cancels_it(voice_server: VoiceServer) ->
     (result,) = client.of_type("tool_result")
     assert result["status"] == "cancelled" and result["run_ms"] < 5000
     assert errors(client) == ["unknown_type"]  # no timeout, no error for the late answer
-    said = " ".join(m["text"] for m in client.of_type("reply_text"))
-    assert "Sorry" not in said and "light is" not in said
+    cut = [m["text"] for m in client.of_type("reply_text") if m["reply_id"] == result["reply_id"]]
+    assert "".join(cut).strip() in ("", "One moment.")  # the filler at most: no apology
 
 
 def run(coro: Any) -> Any:
