@@ -9,6 +9,28 @@ const MAX_RETRY_S = 10;
 // ahead of real time (limits.burst_s), or the rest would be dropped there.
 const EARLY_MAX_FRAMES = 800 / FRAME_MS;
 
+// Tools this page declares in its hello (PROTOCOL.md, "Tools declared by a page"): the
+// assistant may call them when the user asks; the page runs them and answers with a
+// short result, which the assistant says.
+const TOOLS = [
+  {
+    name: "switch_light",
+    description: "Switch the light on or off.",
+    parameters: {
+      type: "object",
+      properties: { state: { type: "string", enum: ["on", "off"] } },
+      required: ["state"],
+    },
+    examples: ["turn on the light", "switch the light off", "lights on please", "it's too dark in here"],
+  },
+];
+const TOOL_RUN = {
+  switch_light: ({ state }) => {
+    S.light = state;
+    return `The light is ${state}.`;
+  },
+};
+
 const $ = (id) => document.getElementById(id);
 const ui = {
   toggle: $("toggle"),
@@ -19,6 +41,7 @@ const ui = {
   partial: $("partial"),
   lastLatency: $("last-latency"),
   summary: $("latency-summary"),
+  light: $("light"),
 };
 
 // Everything the page knows; rendered in animation frames. Exposed for tests and curious people.
@@ -52,6 +75,8 @@ const S = {
   conversationId: stored("voice.conversation"),
   talking: false, // push-to-talk button held (the first press turns push-to-talk on)
   pushToTalk: false, // the button was used: every new session listens only while held
+  light: "off", // what the page's own tool switches
+  toolCalls: [], // {id, name, arguments, status, result, turn}: the calls as they happen
   dirty: true,
 };
 window.voiceState = S;
@@ -168,7 +193,7 @@ function connect() {
   ws.binaryType = "arraybuffer";
   S.ws = ws;
   ws.onopen = () => {
-    const hello = { type: "hello", protocol: PROTOCOL, sample_rate: RATE, format: "pcm16" };
+    const hello = { type: "hello", protocol: PROTOCOL, sample_rate: RATE, format: "pcm16", tools: TOOLS };
     if (S.conversationId) hello.conversation_id = S.conversationId;
     ws.send(JSON.stringify(hello));
   };
@@ -277,6 +302,26 @@ function onMessage(msg) {
     case "turn_metrics":
       S.serverMetrics.push(msg);
       break;
+    case "tool_call": {
+      // Shown before the reply it belongs to; with time_limit_ms it is one of this
+      // page's tools, which the page runs and answers now.
+      const turn = { role: "tool", text: describeCall(msg), meta: "…", el: null, dirty: true };
+      const reply = S.replies.get(msg.reply_id);
+      const at = reply ? S.turns.indexOf(reply.turn) : -1;
+      S.turns.splice(at < 0 ? S.turns.length : at, 0, turn);
+      S.toolCalls.push({ id: msg.call_id, name: msg.name, arguments: msg.arguments, status: "running", result: "", turn });
+      if (msg.time_limit_ms !== undefined) answerTool(msg);
+      break;
+    }
+    case "tool_result": {
+      const call = S.toolCalls.find((c) => c.id === msg.call_id);
+      if (call) {
+        Object.assign(call, { status: msg.status, result: msg.result });
+        call.turn.meta = msg.status === "ok" ? msg.result : msg.status;
+        call.turn.dirty = true;
+      }
+      break;
+    }
     case "error":
       if (msg.code === "conversation_not_found") {
         // After a reconnect: the server no longer has the conversation (expired, or a
@@ -295,6 +340,22 @@ function onMessage(msg) {
       break; // speculation, metrics and other events are not shown
   }
   S.dirty = true;
+}
+
+function describeCall(msg) {
+  const args = Object.entries(msg.arguments || {}).map(([k, v]) => `${k}: ${v}`);
+  return `${msg.name}(${args.join(", ")})`;
+}
+
+function answerTool(msg) {
+  const run = TOOL_RUN[msg.name];
+  let answer;
+  try {
+    answer = run ? { result: String(run(msg.arguments || {}) ?? "done") } : { error: `this page has no tool ${msg.name}` };
+  } catch (err) {
+    answer = { error: String((err && err.message) || err) };
+  }
+  if (S.ws && S.ready) S.ws.send(JSON.stringify({ type: "tool_result", call_id: msg.call_id, ...answer }));
 }
 
 function onAudio(buffer) {
@@ -376,6 +437,9 @@ function render() {
   ui.toggle.classList.toggle("running", S.running);
   ui.talk.hidden = !S.running;
   ui.talk.classList.toggle("held", S.talking);
+  ui.light.classList.toggle("on", S.light === "on");
+  ui.light.title = `The light is ${S.light}: ask the assistant to switch it.`;
+  ui.light.setAttribute("aria-label", `light ${S.light}`);
   for (const turn of S.turns) {
     if (!turn.dirty) continue;
     turn.dirty = false;
@@ -383,7 +447,10 @@ function render() {
       turn.el = document.createElement("div");
       turn.el.className = `turn ${turn.role}`;
       turn.el.innerHTML = '<span class="bubble"><span class="text"></span><span class="meta"></span></span>';
-      ui.conversation.appendChild(turn.el);
+      // In its place among the turns (a tool call goes before its reply's bubble).
+      const next = S.turns.slice(S.turns.indexOf(turn) + 1).find((t) => t.el);
+      if (next) ui.conversation.insertBefore(turn.el, next.el);
+      else ui.conversation.appendChild(turn.el);
       turn.el.scrollIntoView({ block: "end" });
     }
     turn.el.querySelector(".text").textContent = turn.text || "…";

@@ -143,6 +143,59 @@ def test_a_full_turn_in_the_browser(
     assert (ARTIFACTS / "web-turn.png").stat().st_size > 1000
 
 
+def test_a_spoken_turn_switches_the_pages_light(
+    voice_server: VoiceServer, tmp_path: Path, playwright_ready: None
+) -> None:
+    """The page declares its switch_light tool in hello; "Turn the light on, please."
+    (the bundled Piper voice on the fake microphone: no corpus clip asks for a light)
+    calls it, the page switches its light, answers, and the answer is said."""
+    from playwright.async_api import async_playwright
+
+    from voice.speak.tts import PiperTts
+
+    speech = PiperTts().synthesize_all("Turn the light on, please.")
+    mic = (tmp_path / "light.wav").resolve()
+    silence = np.zeros(16000, np.float32)
+    write_wav(mic, np.concatenate([silence, speech, *[silence] * 20]), 16000)
+
+    async def main() -> tuple[dict[str, Any], bool]:
+        async with async_playwright() as pw:
+            browser, page = await open_page(pw, mic, voice_server.url, press=False)
+            await page.wait_for_function("() => voiceState.dirty === false")  # rendered
+            assert not await page.eval_on_selector("#light", "el => el.classList.contains('on')")
+            await page.click("#toggle")
+            seen = await wait_until(
+                page,
+                lambda s: [
+                    t for t in s["turns"] if t["role"] == "assistant" and t["text"].strip("… ")
+                ],
+                60,
+                "the reply",
+            )
+            lit = await page.eval_on_selector("#light", "el => el.classList.contains('on')")
+            seen["calls"] = await page.evaluate(
+                "() => voiceState.toolCalls.map(c => ({name: c.name, arguments: c.arguments,"
+                " status: c.status, result: c.result}))"
+            )
+            seen["light"] = await page.evaluate("() => voiceState.light")
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            await page.screenshot(path=str(ARTIFACTS / "web-tool.png"))
+            seen["errors"] = page.errors
+            await browser.close()
+            return seen, lit
+
+    seen, lit = run(main())
+    assert seen["light"] == "on" and lit  # the page's state and what it shows
+    assert seen["calls"] == [
+        {"name": "switch_light", "arguments": {"state": "on"}, "status": "ok",
+         "result": "The light is on."}
+    ]  # fmt: skip
+    roles = [(t["role"], t["text"], t["meta"]) for t in seen["turns"]]
+    assert roles[1] == ("tool", "switch_light(state: on)", "The light is on.")  # its log line
+    assert roles[2][:2] == ("assistant", "The light is on.")
+    assert not seen["errors"] and not seen["notice"]
+
+
 def test_words_said_before_the_connection_is_ready_are_heard(
     voice_server: VoiceServer, tmp_path: Path, playwright_ready: None
 ) -> None:

@@ -11,6 +11,8 @@ function element() {
     classList: { toggle() {} },
     addEventListener() {},
     appendChild(child) { el.children.push(child); },
+    insertBefore(child, next) { el.children.splice(el.children.indexOf(next), 0, child); },
+    setAttribute() {},
     scrollIntoView() {},
     remove() { el.removed = true; },
     querySelector(selector) { return (el.parts[selector] ??= element()); },

@@ -81,3 +81,39 @@ def test_a_stop_that_joined_the_turn_brings_the_exchange_back_as_heard() -> None
     # Nothing of the reply heard: the turn and the stop, no reply.
     messages[-1] = {**messages[-1], "heard_text": ""}
     assert shown(messages) == [("user", TURN, ""), ("user", "Stop", "")]
+
+
+def test_a_tool_call_shows_before_its_reply_with_its_outcome() -> None:
+    """The page's own tool (switch_light, with time_limit_ms: the page answers it) and
+    one that timed out: each shows as a line before the reply it belongs to."""
+    call = {
+        "type": "tool_call",
+        "call_id": 1,
+        "reply_id": 1,
+        "name": "switch_light",
+        "arguments": {"state": "on"},
+        "choose_ms": 800,
+        "time_limit_ms": 5000,
+    }
+    messages = [
+        final(1, "Turn the light on, please."),
+        {"type": "reply_start", "reply_id": 1, "utterance_id": 1},
+        call,
+        {"type": "tool_result", "call_id": 1, "reply_id": 1, "name": "switch_light",
+         "status": "ok", "result": "The light is on.", "run_ms": 3},
+        {"type": "reply_end", "reply_id": 1, "text": "The light is on.",
+         "heard_text": "The light is on.", "interrupted": False},
+        final(2, "And off again."),
+        {"type": "reply_start", "reply_id": 2, "utterance_id": 2},
+        {**call, "call_id": 2, "reply_id": 2, "arguments": {"state": "off"}},
+        {"type": "tool_result", "call_id": 2, "reply_id": 2, "name": "switch_light",
+         "status": "timeout", "result": "took longer than 5 s", "run_ms": 5000},
+    ]  # fmt: skip
+    assert shown(messages) == [
+        ("user", "Turn the light on, please.", ""),
+        ("tool", "switch_light(state: on)", "The light is on."),
+        ("assistant", "The light is on.", ""),
+        ("user", "And off again.", ""),
+        ("tool", "switch_light(state: off)", "timeout"),
+        ("assistant", "…", ""),
+    ]

@@ -9,7 +9,7 @@ section (a dataclass of its package), and what needs several sections at once
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,8 @@ from voice.runtime.engines import Engines
 from voice.runtime.hub import EngineHub
 from voice.speak.tts import PiperTts, TtsConfig
 from voice.think.backend import LlmBackend, LlmConfig, make_backend
+from voice.tools.choose import Chooser
+from voice.tools.schema import Tool
 
 
 def lane_configs(settings: Settings) -> tuple[LlmConfig, TtsConfig]:
@@ -112,6 +114,17 @@ def load_earcon(wake: WakeConfig) -> npt.NDArray[np.float32] | None:
         return read_wav(choice)
     except VoiceError as exc:
         raise ConfigError(f"wake.earcon: {exc}", "Give a WAV file, 'tone' or 'none'.") from None
+
+
+def tool_chooser(settings: Settings) -> Callable[[Sequence[Tool]], Chooser]:
+    """How a server's session chooses among the tools a page declared: the ``[tools]``
+    settings, and the sentence encoder of the knowledge (loaded at the first page that
+    declares tools, then shared)."""
+
+    def chooser(tools: Sequence[Tool]) -> Chooser:
+        return Chooser(tools, Embedder.default(), settings.tools)
+
+    return chooser
 
 
 def make_hub(

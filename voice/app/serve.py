@@ -12,7 +12,7 @@ import contextlib
 import sys
 import time
 
-from voice.app.build import load_engines, load_grounding, make_hub
+from voice.app.build import load_engines, load_grounding, make_hub, tool_chooser
 from voice.config import Settings
 from voice.errors import VoiceError
 from voice.serve.access import exposure_warning
@@ -40,6 +40,8 @@ def run_server(settings: Settings, config: ServeConfig) -> int:
     load_grounding(settings.knowledge)  # the knowledge's errors at start, not at a connection
     hub = make_hub(settings, engines, config.max_sessions)
     hub.preload_contexts(config.max_sessions)
+    if config.tool_chooser is None:  # pages may declare tools (web/PROTOCOL.md)
+        config.tool_chooser = tool_chooser(settings)
     shown = "127.0.0.1" if config.host in ("0.0.0.0", "") else config.host
     scheme = "https" if config.certfile else "http"
     query = "?token=TOKEN" if config.access.token else ""

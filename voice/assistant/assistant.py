@@ -45,7 +45,7 @@ from typing import Any, Protocol, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from voice.app.build import build_session, make_hub
+from voice.app.build import build_session, make_hub, tool_chooser
 from voice.assistant.persona import Persona, load_persona
 from voice.assistant.pool import ModelPool, default_pool
 from voice.audio.format import SAMPLE_RATE
@@ -281,6 +281,8 @@ class Assistant:
         from voice.serve.server import ServeConfig, serve_forever
 
         config = config or ServeConfig()
+        if config.tool_chooser is None:  # pages may declare tools (web/PROTOCOL.md)
+            config.tool_chooser = tool_chooser(self.settings)
         stop = stop or threading.Event()
 
         def configure(session: Session) -> None:

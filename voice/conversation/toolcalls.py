@@ -67,11 +67,19 @@ class ToolRun:
 
 def start(call: Call, call_id: int) -> ToolRun:
     tool, arguments = call.tool, dict(call.arguments)
-    if tool.is_async:
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(tool.fn(**arguments), _loop())
+    if tool.remote is not None:  # it runs where it was declared (a browser page)
+        future: Future[Any] = tool.remote(call_id, arguments)
+    elif tool.is_async:
+        future = asyncio.run_coroutine_threadsafe(tool.fn(**arguments), _loop())
     else:
         future = _pool().submit(tool.fn, **arguments)
     return ToolRun(call_id, call, future)
+
+
+def time_limit_s(call: Call, limit_s: float) -> float:
+    """How long ``call`` may run: the ``[tools]`` limit, or the tool's own if shorter."""
+    own = call.tool.time_limit_s
+    return limit_s if own is None else min(limit_s, own)
 
 
 def result_text(value: Any) -> str:

@@ -60,6 +60,9 @@ class VoiceClient:
     ssl_context: ssl.SSLContext | None = None  # wss:// with a certificate of one's own
     # The conversation to go on with (a reconnect); set from ``ready`` once connected.
     conversation_id: str | None = None
+    # Tools this client declares in its hello (web/PROTOCOL.md); it answers their
+    # tool_call messages itself, with :meth:`send_json`.
+    tools: list[dict[str, Any]] | None = None
     ready: dict[str, Any] = field(default_factory=dict)  # the server's ready message
     ws: ClientConnection | None = None
     messages: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
@@ -84,6 +87,8 @@ class VoiceClient:
         hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "sample_rate": self.rate}
         if self.conversation_id:
             hello["conversation_id"] = self.conversation_id
+        if self.tools is not None:
+            hello["tools"] = self.tools
         await self.ws.send(json.dumps({**hello, "format": FORMAT}))
         ready = json.loads(await self.ws.recv())
         if ready.get("type") != "ready":
@@ -103,6 +108,11 @@ class VoiceClient:
                 await task
         if self.ws is not None:
             await self.ws.close()
+
+    async def send_json(self, message: dict[str, Any]) -> None:
+        """Send a text message (a ``tool_result``, say)."""
+        assert self.ws is not None
+        await self.ws.send(json.dumps(message))
 
     # -- the microphone ------------------------------------------------------------------
 

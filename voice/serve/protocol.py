@@ -4,10 +4,12 @@ Pure functions, no I/O, so every malformed input can be tested without a
 socket (``web/PROTOCOL.md`` is the reference for client authors).
 
 - Text messages are JSON objects with a ``type``. The client sends ``hello``
-  (first) and ``played``; the server sends ``ready``, the conversation core's
-  events (same names and fields as :mod:`voice.events`), ``pause``,
-  ``resume``, ``clear``, ``error`` and ``going_away`` (the server is draining:
-  close code 1001 follows, reconnect at once).
+  (first, optionally declaring the page's tools), ``played``, ``talk`` and
+  ``tool_result`` (its answer to a call of one of its tools); the server sends
+  ``ready``, the conversation core's events (same names and fields as
+  :mod:`voice.events`), ``pause``, ``resume``, ``clear``, ``error`` and
+  ``going_away`` (the server is draining: close code 1001 follows, reconnect at
+  once).
 - Binary messages carry PCM16 little-endian mono audio at the negotiated rate.
   Uplink frames are bare samples. Downlink frames start with a header of two
   little-endian uint32: the reply id and the frame's first sample within that
@@ -37,7 +39,9 @@ MIN_RATE = 8000
 MAX_RATE = 48000
 FRAME_MS = 20  # what clients should send; anything up to MAX_FRAME_MS is accepted
 MAX_FRAME_MS = 200
-MAX_TEXT_BYTES = 4096  # no client message needs more
+MAX_TEXT_BYTES = 4096  # no client message needs more, but these two:
+MAX_HELLO_BYTES = 32768  # a hello that declares the page's tools
+MAX_RESULT_BYTES = 16384  # a tool's result (JSON a page computed)
 MAX_MESSAGE_BYTES = 65536  # the WebSocket layer closes anything bigger (1009)
 DOWNLINK_HEADER = struct.Struct("<II")
 
@@ -70,6 +74,9 @@ class Hello:
     sample_rate: int
     # The conversation to go on with (a reconnect), as ``ready`` gave it; None: a new one.
     conversation_id: str | None = None
+    # The page's tool declarations as sent (None: none); checked one by one when the
+    # session registers them (voice.tools.declared), so one bad tool costs only itself.
+    tools: Any = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,18 @@ class Talk:
     down: bool
 
 
-ClientMessage = Hello | Played | Talk
+@dataclass(frozen=True)
+class ToolAnswer:
+    """The page's answer to its tool's call ``call_id``: ``result`` (a string or any
+    JSON), or ``error`` (what went wrong, said as the tool's failure)."""
+
+    call_id: int
+    result: Any = None
+    error: str | None = None
+
+
+ClientMessage = Hello | Played | Talk | ToolAnswer
+KNOWN = "Known types: hello, played, talk, tool_result."
 
 
 def _int_field(data: dict[str, Any], name: str, low: int, high: int) -> int:
@@ -111,12 +129,8 @@ def _int_field(data: dict[str, Any], name: str, low: int, high: int) -> int:
 
 def parse_text(raw: str | bytes) -> ClientMessage:
     """Decode one client text message, or raise :class:`ProtocolError` saying what is wrong."""
-    if len(raw) > MAX_TEXT_BYTES:
-        raise ProtocolError(
-            f"text message of {len(raw)} bytes is too long.",
-            f"Keep JSON messages under {MAX_TEXT_BYTES} bytes.",
-            code="message_too_large",
-        )
+    if len(raw) > MAX_HELLO_BYTES:
+        raise _too_large(len(raw), MAX_TEXT_BYTES)
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # "[[[[...": too deep
@@ -128,10 +142,13 @@ def parse_text(raw: str | bytes) -> ClientMessage:
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise ProtocolError(
             "a message must be a JSON object with a string 'type'.",
-            "Known types: hello, played, talk.",
+            KNOWN,
             code="bad_message",
         )
     kind = data["type"]
+    limit = {"hello": MAX_HELLO_BYTES, "tool_result": MAX_RESULT_BYTES}.get(kind, MAX_TEXT_BYTES)
+    if len(raw) > limit:
+        raise _too_large(len(raw), limit)
     if kind == "hello":
         version = data.get("protocol", PROTOCOL_VERSION)
         if version != PROTOCOL_VERSION:
@@ -156,7 +173,8 @@ def parse_text(raw: str | bytes) -> ClientMessage:
                 "Leave it out to start a new conversation.",
                 code="bad_field",
             )
-        return Hello(_int_field(data, "sample_rate", MIN_RATE, MAX_RATE), conversation_id or None)
+        rate = _int_field(data, "sample_rate", MIN_RATE, MAX_RATE)
+        return Hello(rate, conversation_id or None, data.get("tools"))
     if kind == "played":
         return Played(
             _int_field(data, "reply_id", 0, 2**31 - 1), _int_field(data, "samples", 0, 2**31 - 1)
@@ -170,11 +188,55 @@ def parse_text(raw: str | bytes) -> ClientMessage:
                 code="bad_field",
             )
         return Talk(down)
-    raise ProtocolError(
-        f"unknown message type {kind!r}.",
-        "Known types: hello, played, talk.",
-        code="unknown_type",
+    if kind == "tool_result":
+        return _tool_answer(data)
+    raise ProtocolError(f"unknown message type {kind!r}.", KNOWN, code="unknown_type")
+
+
+def _too_large(size: int, limit: int) -> ProtocolError:
+    return ProtocolError(
+        f"text message of {size} bytes is too long.",
+        f"Keep JSON messages under {limit} bytes (a hello with tools: {MAX_HELLO_BYTES}).",
+        code="message_too_large",
     )
+
+
+def _tool_answer(data: dict[str, Any]) -> ToolAnswer:
+    """``{"type": "tool_result", "call_id": N, "result": ...}`` or ``... "error": "..."}``."""
+    example = '{"type": "tool_result", "call_id": 1, "result": "The light is on."}'
+    call_id = data.get("call_id")
+    if isinstance(call_id, bool) or not isinstance(call_id, int) or not 0 < call_id < 2**31:
+        raise ProtocolError(
+            f"tool_result needs the integer 'call_id' of the tool_call it answers, not "
+            f"{call_id!r:.40}.",
+            f"Send e.g. {example}.",
+            code="bad_field",
+        )
+    has_result, has_error = "result" in data, "error" in data
+    if has_result == has_error:
+        raise ProtocolError(
+            f"tool_result for call {call_id} needs either 'result' or 'error'"
+            + (", not both." if has_result else "."),
+            f"Send e.g. {example}, or an 'error' string when the tool failed.",
+            code="bad_field",
+        )
+    if has_error:
+        error = data["error"]
+        if not isinstance(error, str) or not error.strip():
+            raise ProtocolError(
+                f"tool_result for call {call_id}: 'error' must be a non-empty string.",
+                'Say what went wrong, e.g. "error": "the light is unplugged".',
+                code="bad_field",
+            )
+        return ToolAnswer(call_id, error=error.strip())
+    result = data["result"]
+    if result is None:
+        raise ProtocolError(
+            f"tool_result for call {call_id}: 'result' is null.",
+            'Send what the tool did, e.g. "result": "done".',
+            code="bad_field",
+        )
+    return ToolAnswer(call_id, result)
 
 
 def parse_audio(raw: bytes, sample_rate: int) -> Float32Array:

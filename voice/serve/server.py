@@ -21,6 +21,9 @@ Guards for a server left running: the token and origin check at the HTTP
 upgrade (:mod:`voice.serve.access`), per-connection limits on audio rate, idle
 time and session length (:mod:`voice.serve.limits`), ``/metrics`` for
 Prometheus (:mod:`voice.serve.metrics`) and opt-in JSONL transcripts.
+
+A page may declare tools in its hello (:mod:`voice.serve.pagetools`): they join
+that session's tools, and their calls go to the page, which answers them.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ import signal
 import ssl
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from websockets.asyncio.server import ServerConnection, serve
@@ -59,6 +63,7 @@ from voice.serve.lifecycle import DRAIN_POLL_S, DRAIN_S, GOING_AWAY_TEXT, Lifecy
 from voice.serve.limits import Limits, LoopLag, RateGuard
 from voice.serve.metrics import CONTENT_TYPE, ServerMetrics
 from voice.serve.pacing import Pacer
+from voice.serve.pagetools import PageTools
 from voice.serve.phases import TurnTimeline, TurnTracker
 from voice.serve.protocol import (
     CLOSE_GOING_AWAY,
@@ -73,6 +78,7 @@ from voice.serve.protocol import (
     ProtocolError,
     ProtocolViolation,
     Talk,
+    ToolAnswer,
     downlink_frame,
     error_message,
     message,
@@ -89,6 +95,9 @@ from voice.serve.store import (
     valid_conversation_id,
 )
 from voice.serve.tracing import TraceConfig, TurnTracer, make_tracer
+from voice.tools.choose import Chooser
+from voice.tools.declared import declared_tools
+from voice.tools.schema import Tool, ToolError
 from voice.transports.playback import PlayedLedger
 
 log = logging.getLogger(__name__)
@@ -118,6 +127,10 @@ class ServeConfig:
     store: str = "memory"  # where conversations are kept: memory, or redis://HOST:PORT/DB
     store_ttl_s: float = STORE_TTL_S  # a conversation is forgotten this long after its last save
     traces: TraceConfig = field(default_factory=TraceConfig)  # OpenTelemetry, per turn
+    # How a session chooses among tools a page declared in its hello (the composition
+    # layer makes it: the [tools] settings and the sentence encoder); None: pages may
+    # declare none. A session that has tools already uses its own chooser's.
+    tool_chooser: Callable[[Sequence[Tool]], Chooser] | None = None
 
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.certfile:
@@ -203,6 +216,7 @@ class Connection:
         self.uplink: Resampler | None = None
         self._ledger = PlayedLedger()  # client samples played -> the session's 16 kHz count
         self._sending: set[int] = set()  # replies between audio_start and audio_end
+        self.page_tools: PageTools | None = None  # the tools the page declared, if any
 
     async def run(self) -> None:
         try:
@@ -246,6 +260,11 @@ class Connection:
             self.rate = hello.sample_rate
             self.pacer = Pacer(self.rate, self.config.lead_ms)
             self.uplink = Resampler(self.rate, SAMPLE_RATE)
+            declared: dict[str, Any] = {}
+            if hello.tools is not None:  # only a page that declares tools sees the field
+                names, tool_notices = await self._declare_tools(hello.tools)
+                declared["tools"] = names
+                notices += tool_notices
             await self.ws.send(
                 message(
                     "ready",
@@ -256,6 +275,7 @@ class Connection:
                     conversation_id=self.conversation_id,
                     resumed=state is not None,
                     history_messages=len(state.history["turns"]) if state is not None else 0,
+                    **declared,
                 )
             )
             for notice in notices:
@@ -272,6 +292,8 @@ class Connection:
         finally:
             if drainer is not None:
                 drainer.cancel()
+            if self.page_tools is not None:
+                self.page_tools.close()  # calls still waiting on the page end now
             final = self._snapshot()  # before the engine thread closes the session
             self.hub.close(self.hub_session)  # cancels its generation at once
             await self._save_last(final)
@@ -340,6 +362,60 @@ class Connection:
             )
             return None, [self._error(error)]
         return state, []
+
+    async def _declare_tools(self, declared: Any) -> tuple[list[str], list[str]]:
+        """Register the tools the page declared for this session only, next to any it
+        has; the names registered, and an error message per declaration refused."""
+        assert self.hub_session is not None
+        session = self.hub_session.session
+        with self.hub_session.lock:
+            current = session.tools
+        if current is None and self.config.tool_chooser is None:
+            error = ToolError(
+                "this server takes no tools from pages; the tools declared are ignored.",
+                code="tools_unavailable",
+            )
+            return [], [self._error(error)]
+        mine = list(current.tools) if current is not None else []
+        bridge = PageTools()
+        tools, errors = declared_tools(declared, bridge.dispatch, [t.name for t in mine])
+        notices = [self._error(e) for e in errors]
+        if not tools:
+            return [], notices
+
+        def choose() -> Chooser:  # embeds the tools' descriptions: off the event loop
+            if current is not None:
+                return Chooser([*mine, *tools], current.embedder, current.config)
+            assert self.config.tool_chooser is not None
+            return self.config.tool_chooser([*mine, *tools])
+
+        try:
+            chooser = await asyncio.to_thread(choose)
+        except Exception as exc:  # the encoder failed: the conversation goes on without them
+            log.exception("the page's tools could not be registered")
+            error = ToolError(
+                f"the page's tools could not be registered: {exc}.", code="tools_unavailable"
+            )
+            return [], [*notices, self._error(error)]
+        bridge.time_limit_s = chooser.config.time_limit_s
+        bridge.limits = {t.name: t.time_limit_s for t in tools if t.time_limit_s is not None}
+        with self.hub_session.lock:
+            session.tools = chooser
+        self.page_tools = bridge
+        return [t.name for t in tools], notices
+
+    def _on_tool_answer(self, answer: ToolAnswer) -> None:
+        """The page answered a call of its tool: the session takes it on its next poll
+        (the next frame, or the engine thread, poked now)."""
+        if self.page_tools is None:
+            raise ProtocolError(
+                f"tool_result for call {answer.call_id}, but this page declared no tools.",
+                "Declare tools in hello (see web/PROTOCOL.md).",
+                code="unknown_call",
+            )
+        if self.page_tools.answer(answer):
+            self.hub.poke()
+            self.wake.set()
 
     def _error(self, error: VoiceError) -> str:
         self.metrics.error(error.code)
@@ -566,6 +642,8 @@ class Connection:
                         self.hub.poke()
                         self.wake.set()
                         self._save_soon()  # a setting the user chose
+                    elif isinstance(parsed, ToolAnswer):
+                        self._on_tool_answer(parsed)
                     else:
                         raise ProtocolError("hello was already received.", code="unexpected")
                 self.errors_in_a_row = 0
@@ -595,7 +673,10 @@ class Connection:
                         self.on_event(item)
                     if self.transcript is not None:
                         self.transcript.observe(item)
-                    await self.ws.send(json.dumps(item.to_dict()))
+                    data = item.to_dict()
+                    if self.page_tools is not None and item.type == "tool_call":
+                        data = self.page_tools.request(data)  # the page's own: it answers
+                    await self.ws.send(json.dumps(data))
                     if item.type in SAVE_AFTER:
                         self._save_soon()
                 elif isinstance(item, Play):

@@ -19,6 +19,7 @@ import inspect
 import re
 import typing
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -68,7 +69,12 @@ class Tool:
     """A callable the assistant may use: ``fn`` with what the model is told of it.
 
     ``examples``: a few things a user says that need this tool ("I'll take two
-    swords"); they help tell its calls apart from small talk (voice.tools.choose)."""
+    swords"); they help tell its calls apart from small talk (voice.tools.choose).
+
+    ``remote``: a tool that runs elsewhere (one a browser page declared,
+    voice.tools.declared): called with the call's id and its arguments, it sends the
+    call there and returns the future of its result, instead of ``fn`` being run.
+    ``time_limit_s``: the tool's own limit, under the ``[tools]`` one (None: that one)."""
 
     name: str
     description: str
@@ -77,6 +83,8 @@ class Tool:
     examples: tuple[str, ...] = ()
     is_async: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    remote: Callable[[int, dict[str, Any]], Future[Any]] | None = None
+    time_limit_s: float | None = None
 
     def parameters(self) -> dict[str, Any]:
         """The JSON schema of the arguments (an OpenAI function's ``parameters``)."""
@@ -112,7 +120,7 @@ class Tool:
                 out[param.name] = param.default
                 continue
             value = arguments[param.name]
-            if not _fits(param, value):
+            if not fits(param, value):
                 raise ToolError(
                     f"{self.name}({param.name}={value!r}): expected {_describe(param)}."
                 )
@@ -120,7 +128,8 @@ class Tool:
         return out
 
 
-def _fits(param: Param, value: Any) -> bool:
+def fits(param: Param, value: Any) -> bool:
+    """Whether ``value`` (as JSON gives it) is a value of ``param``."""
     if param.choices:
         return any(value == c and type(value) is type(c) for c in param.choices)
     if param.type == "boolean":
@@ -130,6 +139,12 @@ def _fits(param: Param, value: Any) -> bool:
     if param.type == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
     return isinstance(value, str)
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` can be a tool's or a parameter's name (an identifier, as a
+    grammar rule and a Python function need)."""
+    return bool(_NAME.match(name))
 
 
 def _describe(param: Param) -> str:
@@ -173,7 +188,7 @@ def _param(fn_name: str, parameter: inspect.Parameter, hint: Any) -> Param:
         return Param(parameter.name, json_type, choices)
     default = parameter.default
     probe = Param(parameter.name, json_type, choices)
-    if default is not None and not _fits(probe, default):
+    if default is not None and not fits(probe, default):
         raise ToolError(f"{where}: its default {default!r} is not {_describe(probe)}.")
     return Param(parameter.name, json_type, choices, required=False, default=default)
 

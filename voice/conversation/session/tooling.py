@@ -96,11 +96,12 @@ class ToolCalls(SessionBase):
         run = gen.tool_run
         if gen.tool_stage != "run" or run is None:
             return
+        limit_s = toolcalls.time_limit_s(run.call, config.time_limit_s)
         if run.future.done():
             self._tool_done(gen)
-        elif run.elapsed_ms >= config.time_limit_s * 1000:
+        elif run.elapsed_ms >= limit_s * 1000:
             run.cancel()
-            self._tool_over(gen, "timeout", f"took longer than {config.time_limit_s:g} s")
+            self._tool_over(gen, "timeout", f"took longer than {limit_s:g} s")
         elif (
             not run.filler_said and config.filler_text and run.elapsed_ms >= config.filler_after_ms
         ):
