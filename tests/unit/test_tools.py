@@ -217,3 +217,29 @@ def test_the_transcript_records_calls_and_results(tmp_path: Any) -> None:
         {"type": "tool_call", "name": "sell", "arguments": {"item": "axe"}},
         {"type": "tool_result", "name": "sell", "status": "ok", "result": "Sold."},
     ]
+
+
+class _TopicEmbedder:
+    """Swords, greetings and anything else on three axes: enough for the focus logic."""
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        rows = []
+        for text in texts:
+            low = text.lower()
+            things = sum(low.count(w) for w in ("sword", "buy", "sell"))
+            row = np.array([things, low.count("hello"), 0.1], np.float32)
+            rows.append(row / np.linalg.norm(row))
+        return np.stack(rows)
+
+
+def test_a_greeting_before_a_request_does_not_hide_it() -> None:
+    from voice.tools.choose import Chooser
+
+    chooser = Chooser([make_tool(sell)], _TopicEmbedder())
+    said = "Hello there. Hello, hello. I'll buy two swords."
+    assert not chooser.shortlist(said).candidates  # as a whole: more greeting than request
+    text, short = chooser.focus(said)
+    assert text == "I'll buy two swords." and [t.name for t in short.candidates] == ["sell"]
+    assert not chooser.focus("Hello there. Hello.")[1].candidates

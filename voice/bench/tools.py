@@ -184,7 +184,7 @@ def bench_tools(settings: Settings, spoken: int = 0) -> dict[str, Any]:
     for source, cases in sources.items():
         for name, text, expected in cases:
             chooser = choosers[name]
-            short = chooser.shortlist(text)
+            short = chooser.focus(text)[1]
             start = time.perf_counter()
             error = ""
             try:

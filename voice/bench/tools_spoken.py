@@ -59,6 +59,7 @@ def spoken_calls(
     result = simulate(Script(turns), session, engines)
     order: list[int] = []
     said: dict[int, str] = {}
+    heard: dict[int, str] = {}  # what the ASR made of the words
     calls: dict[int, tuple[str, dict[str, Any]]] = {}
     v2v: dict[int, float] = {}
     for event in result.events:
@@ -66,6 +67,7 @@ def spoken_calls(
         if kind == "reply_start" and event["utterance_id"] != -1:
             order.append(event["reply_id"])
             said[event["reply_id"]] = ""
+            heard[event["reply_id"]] = event["text"]
         elif kind == "reply_text" and event["reply_id"] in said:
             said[event["reply_id"]] += event["text"]
         elif kind == "tool_call":
@@ -80,7 +82,7 @@ def spoken_calls(
             right += expected is not None
         else:
             false_calls += expected is None
-            wrong.append(f"{text!r} -> {got}")
+            wrong.append(f"{text!r} (heard {heard[reply_id]!r}) -> {got}")
     json_spoken = sum(any(m in said[r] for m in _JSON_MARKS) for r in order)
     with_call = [v for r, v in v2v.items() if r in calls]
     without = [v for r, v in v2v.items() if r not in calls]
@@ -137,25 +139,29 @@ def barge_in_during_calls(settings: Settings, engines: Engines, repeats: int) ->
     session.tools = _chooser([(fetch, ["fetch me the lantern", "bring the rope up"])], settings)
     started = time.monotonic()
     result = simulate(Script(turns), session, engines, realtime=True)
-    onsets = [
-        t.start_sample / 16 for t in result.turns if t.expect == "barge_in" and t.start_sample
-    ]
-    results = [e for e in result.events if e["type"] == "tool_result"]
-    calls = [e for e in result.events if e["type"] == "tool_call"]
+    events = result.events
+    results = [e for e in events if e["type"] == "tool_result"]
+    calls = [e for e in events if e["type"] == "tool_call"]
+    cancelled = [e for e in results if e["status"] == "cancelled"]
+    task_ms = [(t - started) * 1000 for t in CANCELLED_AT]  # real time: audio time here
     to_result: list[float] = []
     to_task: list[float] = []
     decided_to_result: list[float] = []
-    for barge in (e for e in result.events if e["type"] == "interrupted"):
-        done = [r["audio_ms"] for r in results if r["reply_id"] == barge["reply_id"]]
-        if done:
-            decided_to_result.append(done[0] - barge["audio_ms"])
-    for onset in onsets:
-        done = [e["audio_ms"] for e in results if e["audio_ms"] >= onset]
-        if done:
-            to_result.append(done[0] - onset)
-        seen = [(t - started) * 1000 for t in CANCELLED_AT if (t - started) * 1000 >= onset]
-        if seen:
-            to_task.append(seen[0] - onset)
+    for done, task in zip(cancelled, task_ms, strict=False):
+        barge = next(
+            (e for e in events if e["type"] == "interrupted" and e["reply_id"] == done["reply_id"]),
+            None,
+        )
+        if barge is None:
+            continue
+        # the VAD's onset of the speech that barged in (the clip's lead is silence)
+        onset = [
+            e["start_ms"] for e in events
+            if e["type"] == "speech_start" and e["audio_ms"] <= barge["audio_ms"]
+        ][-1]  # fmt: skip
+        decided_to_result.append(done["audio_ms"] - barge["audio_ms"])
+        to_result.append(done["audio_ms"] - onset)
+        to_task.append(task - onset)
     return {
         "calls": len(calls),
         "results": len(results),

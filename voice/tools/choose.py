@@ -110,6 +110,7 @@ _COUNTS = (
 NUMBERS = {w: i + 1 for i, w in enumerate(_COUNTS.split(" "))}
 NUMBERS.update({"a": 1, "an": 1, "a couple": 2, "a pair": 2, "dozen": 12, "a dozen": 12})
 _WORDS = re.compile(r"[a-z0-9]+")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
 
 def _mentions(text: str, value: str) -> bool:
@@ -121,6 +122,8 @@ def _mentions(text: str, value: str) -> bool:
     last = wanted[-1]
     forms = [wanted, [*wanted[:-1], last + "s"], [*wanted[:-1], last + "es"]]
     if len(last) > 3 and last.endswith("s"):  # "toilets" is said "the toilet"
+        forms.append([*wanted[:-1], last[:-1]])
+    if len(last) > 2 and last.endswith("e"):  # Whisper writes the American "ax"
         forms.append([*wanted[:-1], last[:-1]])
     spans = range(len(words) - len(wanted) + 1)
     return any(words[i : i + len(wanted)] in forms for i in spans)
@@ -254,10 +257,26 @@ class Chooser:
         )  # fmt: skip
         return Shortlist(scores, chat, candidates + said)
 
+    def focus(self, text: str) -> tuple[str, Shortlist]:
+        """The sentence of ``text`` that calls a tool, and its shortlist (the whole text
+        and its shortlist when none does). A turn may greet before it asks ("Hello
+        there. Sell me five helmets.", or two utterances the turn-taking joined): the
+        greeting's small talk must not hide the request, nor lend it its numbers."""
+        parts = [p for p in _SENTENCES.split(text.strip()) if p.strip()]
+        texts = [text] if len(parts) < 2 else [text, *parts]
+        if not self.tools or self._vectors is None or not text.strip():
+            return text, Shortlist()
+        vectors = self.embedder.embed(texts)
+        found = [(t, self.shortlist(t, v)) for t, v in zip(texts, vectors, strict=True)]
+        calling = [(t, s) for t, s in found if s.candidates]
+        if not calling:
+            return found[0]
+        return max(calling, key=lambda ts: max(ts[1].scores.values()) - ts[1].chat)
+
     def choose(self, text: str, backend: FillsCalls) -> Call | None:
         """The call ``text`` asks for, or None. A tool with no parameters needs no model."""
         start = time.perf_counter()
-        short = self.shortlist(text)
+        text, short = self.focus(text)
         if not short.candidates:
             return None
         names = tuple(t.name for t in short.candidates)

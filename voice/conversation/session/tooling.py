@@ -44,7 +44,7 @@ class ToolCalls(SessionBase):
         if self.tools is None or not gen.user_text.strip() or gen.said:
             return False
         try:
-            if not self.tools.shortlist(gen.user_text).candidates:
+            if not self.tools.focus(gen.user_text)[1].candidates:
                 return False
         except Exception as exc:  # the tools must never silence the assistant
             self._emit(Error(audio_ms=self.now_ms, code="tool_choice_failed", message=str(exc)))
