@@ -67,3 +67,17 @@ def test_buying_swords_calls_sell_and_small_talk_calls_nothing(
     for chat in ("nice weather today", "what's your name", "hello there",
                  "I already have a sword, thanks"):  # fmt: skip
         assert chooser.choose(chat, llama) is None, chat
+
+
+def find_room(room: Literal["cafe", "toilets", "cloakroom", "shop", "dinosaur hall"]) -> str:
+    """Tell the visitor where a room is in the museum: the cafe, toilets, cloakroom."""
+    return f"The {room} is downstairs."
+
+
+def test_a_value_meant_but_not_said_is_taken_by_meaning(llama: LlamaBackend) -> None:
+    box = Toolbox()
+    box.add(find_room, ["where can I get a coffee", "how do I find the lifts"])
+    chooser = Chooser(list(box), Embedder.default())
+    call = chooser.choose("excuse me where can I leave my coat", llama)
+    assert call is not None and call.arguments == {"room": "cloakroom"}, call
+    assert call.raw == ""  # the meaning settled it: the model was not asked

@@ -60,6 +60,9 @@ class ToolsConfig:
     threshold: float = 0.3
     margin: float = 0.08  # tools this close to the best one are offered to the model too
     max_candidates: int = 3
+    # A closed set's value nearest the words' meaning is taken when it leads the next
+    # by this much (cosine); otherwise the model chooses. docs/tools.md has the sweep.
+    value_margin: float = 0.05
     max_call_tokens: int = 48
     time_limit_s: float = 5.0  # a tool that runs longer is abandoned (the apology is said)
     filler_after_ms: int = 300  # a call still running this long: the filler is said
@@ -235,6 +238,15 @@ class Chooser:
         self._owner = np.array([i for i, _ in texts], dtype=np.int64)
         self._vectors = embedder.embed([s for _, s in texts]) if texts else None
         self._chat = embedder.embed(list(CHAT))
+        # Each closed set's values, embedded: the words may mean a value they do not say
+        # ("the loo", "somewhere to leave my coat", "saturday or sunday").
+        self._values: dict[tuple[str, str], dict[str, FloatArray]] = {}
+        for tool in self.tools:
+            for param in tool.params:
+                if param.type == "string" and len(param.choices) > 1:
+                    values = [str(c) for c in param.choices]
+                    vectors = embedder.embed(values)
+                    self._values[tool.name, param.name] = dict(zip(values, vectors, strict=True))
 
     def shortlist(self, text: str, vector: FloatArray | None = None) -> Shortlist:
         if not self.tools or self._vectors is None or not text.strip():
@@ -273,6 +285,23 @@ class Chooser:
             return found[0]
         return max(calling, key=lambda ts: max(ts[1].scores.values()) - ts[1].chat)
 
+    def by_meaning(self, tool: Tool, vector: FloatArray) -> Tool:
+        """``tool`` with each closed set the words left open cut to the value nearest
+        their meaning, where one is clearly nearest (by ``value_margin``); the 135M
+        model, left to choose, named the first value it was offered ("the loo" and
+        "leave my coat" both became the dinosaur hall)."""
+        params = []
+        for param in tool.params:
+            values = self._values.get((tool.name, param.name))
+            if values and len(param.choices) > 1:
+                ranked = sorted(
+                    ((float(values[str(c)] @ vector), c) for c in param.choices), reverse=True
+                )
+                if ranked[0][0] - ranked[1][0] >= self.config.value_margin:
+                    param = dataclasses.replace(param, choices=(ranked[0][1],))
+            params.append(param)
+        return dataclasses.replace(tool, params=tuple(params))
+
     def choose(self, text: str, backend: FillsCalls) -> Call | None:
         """The call ``text`` asks for, or None. A tool with no parameters needs no model."""
         start = time.perf_counter()
@@ -281,6 +310,9 @@ class Chooser:
             return None
         names = tuple(t.name for t in short.candidates)
         offered = named_first([narrowed(t, text) for t in short.candidates], text)
+        if any(len(p.choices) > 1 and p.type == "string" for t in offered for p in t.params):
+            vector = self.embedder.embed([text])[0]
+            offered = [self.by_meaning(t, vector) for t in offered]
         original = {t.name: t for t in short.candidates}
         if len(offered) == 1 and all(settled(p) for p in offered[0].params):
             # One tool, and the words name every argument (or leave its default): the
