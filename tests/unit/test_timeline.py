@@ -159,3 +159,16 @@ def test_wake_and_idle_are_marked(tmp_path: Path) -> None:
     render_timeline(tmp_path / "t.png", events, np.zeros(32000, np.float32),
                     np.zeros(32000, np.float32))  # fmt: skip
     assert (tmp_path / "t.png").stat().st_size > 1000
+
+
+def test_tool_calls_are_marked_with_their_name_and_outcome(tmp_path: Path) -> None:
+    from voice.conversation.timeline import marker, render_timeline
+
+    call = {"type": "tool_call", "audio_ms": 1200.0, "reply_id": 1, "call_id": 1,
+            "name": "sell", "arguments": {"item": "sword"}, "choose_ms": 7.0}  # fmt: skip
+    done = {"type": "tool_result", "audio_ms": 1500.0, "reply_id": 1, "call_id": 1,
+            "name": "sell", "status": "cancelled", "result": "", "run_ms": 300.0}  # fmt: skip
+    assert marker(call)[2] == "call sell" and marker(done)[2] == "sell cancelled"
+    render_timeline(tmp_path / "t.png", [call, done], np.zeros(32000, np.float32),
+                    np.zeros(32000, np.float32))  # fmt: skip
+    assert (tmp_path / "t.png").stat().st_size > 1000

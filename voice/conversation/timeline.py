@@ -45,10 +45,23 @@ MARKERS = {
     "error": ("black", "-.", "error"),
     "wake": ("teal", "-", "wake"),
     "idle": ("gray", ":", "idle"),
+    "tool_call": ("saddlebrown", "-", "call"),
+    "tool_result": ("saddlebrown", ":", "result"),
 }
 
 Event = dict[str, Any]
 Span = tuple[float, float]  # ms
+
+
+def marker(event: Event) -> tuple[str, str, str]:
+    """The colour, line style and label of an event's vertical line; a tool's line
+    names the call ("call sell") and how it ended ("sell cancelled")."""
+    color, style, label = MARKERS[event["type"]]
+    if event["type"] == "tool_call":
+        label = f"call {_shorten(event.get('name'), 20)}"
+    elif event["type"] == "tool_result":
+        label = f"{_shorten(event.get('name'), 20)} {event.get('status', '')}"
+    return color, style, label
 
 
 def _num(event: Event, key: str) -> float | None:
@@ -181,7 +194,7 @@ def _draw_markers(axes: list[Axes], events: list[Event]) -> None:
             state_ax.plot([t], [0.5], marker="x", color="purple", markersize=8, mew=2)
             color, label = "purple", f"cancel {_shorten(e.get('reason'), 20)}"
         else:
-            color, style, label = MARKERS[e["type"]]
+            color, style, label = marker(e)
             for ax in axes:
                 ax.axvline(t, color=color, linestyle=style, linewidth=1.0, alpha=0.8)
         y = 1.01 + 0.09 * (i % 3)  # stagger labels of nearby markers
