@@ -164,6 +164,9 @@ def test_words_that_settle_every_argument_need_no_model() -> None:
     assert all(settled(p) for p in tool.params)
     tool = narrowed(make_tool(sell), "what do you sell")  # which item: the model decides
     assert not all(settled(p) for p in tool.params)
+    # the sentence that asks says no item: the turn around it does
+    tool = narrowed(make_tool(repair), "Can you fix it?", "My sword is blunt. Can you fix it?")
+    assert tool.params[0].choices == ("sword",)
     # a singular names a plural value, a plural a singular one
     assert narrowed(make_tool(give), "an apple").params[0].choices == ("apple",)
 

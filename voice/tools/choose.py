@@ -143,19 +143,23 @@ def said_numbers(text: str) -> list[int]:
     return found
 
 
-def narrowed(tool: Tool, text: str) -> Tool:
+def narrowed(tool: Tool, text: str, around: str = "") -> Tool:
     """``tool`` with its closed sets cut to the values the words name, and its whole
     numbers to the numbers they say; a parameter the words do not settle keeps its
-    default when it has one ("what's on?": today).
+    default when it has one ("what's on?": today). ``around``: the whole turn, when
+    ``text`` is the sentence of it that asks; a value or a number that sentence does
+    not say is looked for there ("My helmet is dented. Can you fix it?").
 
     The 135M model picks a closed set's value poorly ("a potion" became "apple"; "five
     helmets" a shield) but the words usually name it; what they do not settle (two
     values named, a free string) is left to the model."""
     params = []
-    numbers = sorted(set(said_numbers(text)))
+    numbers = sorted(set(said_numbers(text))) or sorted(set(said_numbers(around)))
     for param in tool.params:
         if param.choices and param.type == "string":
-            named = tuple(c for c in param.choices if _mentions(text, str(c)))
+            named = tuple(c for c in param.choices if _mentions(text, str(c))) or tuple(
+                c for c in param.choices if _mentions(around, str(c))
+            )
             if named:
                 param = dataclasses.replace(param, choices=named)
             elif not param.required and param.default in param.choices:
@@ -305,11 +309,13 @@ class Chooser:
     def choose(self, text: str, backend: FillsCalls) -> Call | None:
         """The call ``text`` asks for, or None. A tool with no parameters needs no model."""
         start = time.perf_counter()
-        text, short = self.focus(text)
+        turn = text
+        text, short = self.focus(turn)
         if not short.candidates:
             return None
         names = tuple(t.name for t in short.candidates)
-        offered = named_first([narrowed(t, text) for t in short.candidates], text)
+        around = turn if text != turn else ""
+        offered = named_first([narrowed(t, text, around) for t in short.candidates], text)
         if any(len(p.choices) > 1 and p.type == "string" for t in offered for p in t.params):
             vector = self.embedder.embed([text])[0]
             offered = [self.by_meaning(t, vector) for t in offered]
