@@ -294,7 +294,9 @@ class KnowledgeAnswer(Event):
     right after its ``reply_start``: ``kind`` "say" (``entry``'s answer, said as
     written), "unknown" (the unknown reply: a factual question the file does not
     cover), "context" (the model answers with the best entries in its prompt) or
-    "chat" (small talk: the model answers as it would without knowledge).
+    "chat" (small talk: the model answers as it would without knowledge) or "ask" (a
+    weaker match, asked back: "Do you mean: where is the cafe?"; the visitor's "yes"
+    gets ``entry``'s answer, "no" the unknown reply).
     ``confidence``: the best entry's, 0 where none matched."""
 
     type: ClassVar[str] = "knowledge"

@@ -46,10 +46,10 @@ def test_typed_turns_get_the_entry_the_unknown_reply_or_the_model(engines: Engin
     session = build_session(_settings(), engines)
     lane = make_lane(engines)
     try:
-        dinosaurs = _answer(session, lane, "Which floor are the dinosaur skeletons on?")
+        dinosaurs, _ = _answer(session, lane, "Which floor are the dinosaur skeletons on?")
         assert dinosaurs.startswith("The dinosaur hall is on the first floor.")
-        assert _answer(session, lane, "Do you have any Egyptian mummies?") == UNKNOWN
-        hello = _answer(session, lane, "Hello!")
+        assert _answer(session, lane, "Do you have any Egyptian mummies?") == (UNKNOWN, "")
+        hello, _ = _answer(session, lane, "Hello!")
         assert hello and hello != UNKNOWN  # small talk: the model's own words
         # History keeps what was said: the entry, as the visitor heard it.
         session.reset()
@@ -67,6 +67,24 @@ def test_typed_turns_get_the_entry_the_unknown_reply_or_the_model(engines: Engin
             reply.text.strip(),
         ]
         assert "twelve pounds" in reply.text
+    finally:
+        lane.close()
+
+
+def test_a_weaker_match_is_asked_back_and_yes_or_no_decides(engines: Engines) -> None:
+    session = build_session(_settings(), engines)
+    lane = make_lane(engines)
+    try:
+        asked, heading = _answer(session, lane, "Where can I see the rockets?")
+        assert (asked, heading) == ("Do you mean: space gallery?", "Space gallery")
+        told, _ = _answer(session, lane, "Yes, please.", new_visitor=False)
+        assert "Soyuz capsule" in told  # the entry, as written
+        _answer(session, lane, "Where can I see the rockets?")
+        assert _answer(session, lane, "No.", new_visitor=False) == (UNKNOWN, "")
+        # Neither a yes nor a no: a question of its own.
+        _answer(session, lane, "Where can I see the rockets?")
+        toilets, _ = _answer(session, lane, "Where are the toilets?", new_visitor=False)
+        assert "beside the lifts" in toilets
     finally:
         lane.close()
 
@@ -108,6 +126,27 @@ def test_a_spoken_question_through_voice_simulate_is_answered_from_the_file(
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     said = "".join(e["text"] for e in events if e["type"] == "reply_text")
     assert "beside the lifts" in said, events
+
+
+def test_a_spoken_yes_answers_the_question_back(engines: Engines) -> None:
+    """Asked back, the visitor says "yes" (a short word after a short reply: a turn of
+    its own, not the rest of the question) and hears the entry."""
+    import numpy as np
+
+    from voice.transports.simulate import Script, ScriptTurn, simulate
+
+    def say(text: str) -> np.ndarray:
+        return np.concatenate(list(engines.tts.synthesize(text))).astype(np.float32)
+
+    turns = [
+        ScriptTurn(say("Where can I see the rockets?"), "question", at_s=0.5),
+        ScriptTurn(say("Yes."), "yes", after="reply_end", delay_s=0.8),
+    ]
+    events = simulate(Script(turns), build_session(_settings(), engines), engines).events
+    kinds = [e["kind"] for e in events if e["type"] == "knowledge"]
+    assert kinds == ["ask", "say"], kinds
+    said = "".join(e["text"] for e in events if e["type"] == "reply_text")
+    assert "Do you mean: space gallery?" in said and "Soyuz capsule" in said
 
 
 def test_a_broken_knowledge_file_is_one_message_naming_file_and_line(tmp_path: Path) -> None:

@@ -179,3 +179,27 @@ def test_the_policy_says_entries_declines_the_rest_and_leaves_small_talk(
     generate = Grounding(index, KnowledgeConfig(path="x", answer="generate"))
     context = generate("where can I park my car")
     assert context.kind == "context" and "Mill Street" in context.text
+
+
+def test_a_reply_to_a_question_back_is_read_by_its_first_word() -> None:
+    from voice.knowledge.policy import answer_to_question
+
+    for yes in ("Yes.", "yeah, please", "Yep!", "That's right", "uh huh", "correct"):
+        assert answer_to_question(yes) == "yes", yes
+    for no in ("No.", "nope", "No, thanks", "not really", "I don't"):
+        assert answer_to_question(no) == "no", no
+    # A new question, or words that are neither, are decided on their own.
+    for other in ("No, where are the toilets then?", "Where is the cafe?", "", "maybe"):
+        assert answer_to_question(other) == "", other
+
+
+def test_a_question_back_names_the_heading_and_yes_or_no_decides() -> None:
+    from voice.knowledge.policy import Decision, clarifying_question, follow_up
+
+    assert clarifying_question("Where is the cafe?") == "Do you mean: where is the cafe?"
+    assert clarifying_question("Ticket prices") == "Do you mean: ticket prices?"
+    asked = Decision("ask", "Do you mean: ticket prices?", if_yes="Twelve pounds.",
+                     if_no="Sorry, I don't know that.")  # fmt: skip
+    assert follow_up(asked, "yes please") == Decision("say", "Twelve pounds.")
+    assert follow_up(asked, "no") == Decision("unknown", "Sorry, I don't know that.")
+    assert follow_up(asked, "where is the cafe") is None

@@ -12,7 +12,9 @@ once per answer policy:
 
 Per policy: in-scope answers carrying the expected fact; in-scope answers with a
 wrong fact (no expected fact, but a number, time, day, price or place of its own);
-in-scope answers that declined; out-of-scope answers that are the unknown reply.
+in-scope answers that declined; out-of-scope answers that are the unknown reply;
+the questions asked back ("Do you mean: ...?"), to which the visitor answers truly:
+"yes" when the entry named holds what they asked, "no" otherwise.
 Then the retrieval on its own: its hit rate (the top entry carries the expected
 fact), the milliseconds a lookup takes (p50/p95, one BLAS thread), and the load time
 of a 1,000-entry file (embedded afresh, then from the cache). The voice is not
@@ -34,11 +36,11 @@ import numpy as np
 
 from voice.app.build import build_session, load_engines
 from voice.config import Settings
-from voice.conversation.actions import TtsJob
+from voice.conversation.actions import Play, TtsJob
 from voice.conversation.session import Session
 from voice.embed import Embedder
 from voice.errors import ConfigError
-from voice.events import ReplyText
+from voice.events import KnowledgeAnswer, ReplyText
 from voice.knowledge.parse import Entry, read_knowledge
 from voice.knowledge.policy import Grounding, KnowledgeConfig
 from voice.knowledge.retrieve import KnowledgeIndex
@@ -101,23 +103,52 @@ def states_a_fact(text: str) -> bool:
     return _FACT.search(text) is not None
 
 
-def _answer(session: Session, lane: EngineLane, text: str) -> str:
+def _answer(
+    session: Session, lane: EngineLane, text: str, new_visitor: bool = True
+) -> tuple[str, str]:
     """A typed turn through the session, its jobs run until it has said all it will
-    (synthesis skipped: a silent stand-in); the reply's text."""
-    session.reset()
+    (synthesis skipped: a silent stand-in); the reply's text, and the heading of the
+    entry it asked back about ("" when it did not ask)."""
+    if new_visitor:
+        session.reset()
     session.take()
     session.submit_text(text)
     parts: list[str] = []
+    asked = ""
+    played: dict[int, int] = {}
     while True:
         for out in session.take():
             if isinstance(out, ReplyText):
                 parts.append(out.text)
+            elif isinstance(out, KnowledgeAnswer) and out.kind == "ask":
+                asked = out.entry
+            elif isinstance(out, Play):  # played at once: the reply is heard whole
+                played[out.reply_id] = played.get(out.reply_id, 0) + len(out.audio)
+                session.on_played(out.reply_id, played[out.reply_id])
         job = session.next_job()
         if job is None:
             break
         result = np.zeros(160, np.float32) if isinstance(job, TtsJob) else lane.run(job)
         session.on_result(job, result)
-    return "".join(parts).strip()
+    return "".join(parts).strip(), asked
+
+
+def _visit(
+    session: Session, lane: EngineLane, question: Question, entries: dict[str, Entry]
+) -> dict[str, Any]:
+    """One visitor's question, and, if the assistant asks back ("Do you mean: ...?"),
+    their truthful "yes" (the entry it names holds what they asked) or "no"."""
+    answer, asked = _answer(session, lane, question.q)
+    row: dict[str, Any] = {"q": question.q, "in_scope": question.in_scope}
+    if asked:
+        entry = entries.get(asked)
+        meant = question.in_scope and entry is not None and carries(entry.answer, question.expect)
+        reply = "yes" if meant else "no"
+        row["asked"] = f"{answer} -> {reply}"
+        answer, _ = _answer(session, lane, reply, new_visitor=False)
+    row["answer"] = answer
+    row["right"] = question.in_scope and carries(answer, question.expect)
+    return row
 
 
 def _settings_for(settings: Settings, policy: str, path: Path, entries: list[Entry]) -> Settings:
@@ -146,11 +177,13 @@ def _score(rows: list[dict[str, Any]], unknown: str) -> dict[str, Any]:
         return bool(unknown_key) and r["answer"].lower().strip().startswith(unknown_key)
 
     right = sum(r["right"] for r in ins)
+    asked = sum("asked" in r for r in rows)
     wrong = sum(not r["right"] and not declined(r) and states_a_fact(r["answer"]) for r in ins)
     return {
         "in_scope_right": f"{right}/{len(ins)} ({100 * right / max(len(ins), 1):.0f}%)",
         "in_scope_wrong_fact": f"{wrong}/{len(ins)} ({100 * wrong / max(len(ins), 1):.0f}%)",
         "in_scope_declined": sum(declined(r) for r in ins),
+        "asked_back": asked,
         "out_of_scope_unknown": (
             f"{sum(declined(r) for r in outs)}/{len(outs)} "
             f"({100 * sum(declined(r) for r in outs) / max(len(outs), 1):.0f}%)"
@@ -245,16 +278,9 @@ def bench_knowledge(
         lane = make_lane(engines, run.conversation.job_timeout_s)
         rows = []
         started = time.perf_counter()
+        by_heading = {e.heading: e for e in entries}
         for question in questions:
-            answer = _answer(session, lane, question.q)
-            rows.append(
-                {
-                    "q": question.q,
-                    "in_scope": question.in_scope,
-                    "answer": answer,
-                    "right": question.in_scope and carries(answer, question.expect),
-                }
-            )
+            rows.append(_visit(session, lane, question, by_heading))
         lane.close()
         policy_reports[name] = {
             **_score(rows, run.knowledge.unknown_reply),
@@ -274,8 +300,14 @@ def bench_knowledge(
         for name in ("prompt", best):
             run = _settings_for(settings, name, path, entries)
             run.conversation.idle_prefill = True  # as a conversation runs
+            typed = {r["q"]: r for r in policy_reports.get(name, {}).get("answers", [])}
+            follow_ups = {
+                i: typed[q.q]["asked"].rsplit(" -> ", 1)[1]
+                for i, q in enumerate(chosen_qs)
+                if "asked" in typed.get(q.q, {})
+            }  # the typed pass asked these back: the visitor answers
             report["spoken"][name] = spoken_run(
-                run, engines, chosen_qs, run.knowledge.unknown_reply
+                run, engines, chosen_qs, run.knowledge.unknown_reply, follow_ups
             )
     return report
 
@@ -289,13 +321,14 @@ def format_table(report: dict[str, Any]) -> str:
         f"{r['load_1000_entries_s']['first']} s (first), {r['load_1000_entries_s']['cached']} s "
         "(cached)",
         "",
-        "| policy | in scope: right fact | wrong fact | declined | out of scope: unknown reply |",
-        "|---|---|---|---|---|",
+        "| policy | in scope: right fact | wrong fact | declined | out of scope: unknown reply "
+        "| asked back |",
+        "|---|---|---|---|---|---|",
     ]
     for name, p in report["policies"].items():
         lines.append(
             f"| {name} | {p['in_scope_right']} | {p['in_scope_wrong_fact']} | "
-            f"{p['in_scope_declined']} | {p['out_of_scope_unknown']} |"
+            f"{p['in_scope_declined']} | {p['out_of_scope_unknown']} | {p['asked_back']} |"
         )
     for name, p in report.get("spoken", {}).items():
         v2v = p["voice_to_voice_ms"]

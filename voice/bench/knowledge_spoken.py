@@ -22,17 +22,30 @@ from voice.transports.simulate import Script, ScriptTurn, simulate
 
 
 def spoken_run(
-    settings: Settings, engines: Engines, questions: list[Any], unknown: str
+    settings: Settings,
+    engines: Engines,
+    questions: list[Any],
+    unknown: str,
+    follow_ups: dict[int, str] | None = None,
 ) -> dict[str, Any]:
+    """``follow_ups``: the visitor's "yes" or "no" after question i, where the typed
+    pass asked it back (said after the reply to it, as that visitor would)."""
     from voice.bench.knowledge import carries
 
-    turns = []
+    follow_ups = follow_ups or {}
+    turns: list[ScriptTurn] = []
+    owner: list[int] = []  # the question each turn belongs to
     for i, question in enumerate(questions):
-        audio = np.concatenate(list(engines.tts.synthesize(question.q))).astype(np.float32)
-        turns.append(
-            ScriptTurn(audio, f"q{i}", at_s=0.5 if i == 0 else None,
-                       after=None if i == 0 else "reply_end", delay_s=1.0)
-        )  # fmt: skip
+        for text in (question.q, follow_ups.get(i, "")):
+            if not text:
+                continue
+            audio = np.concatenate(list(engines.tts.synthesize(text))).astype(np.float32)
+            first = not turns
+            turns.append(
+                ScriptTurn(audio, f"q{i}", at_s=0.5 if first else None,
+                           after=None if first else "reply_end", delay_s=1.0)
+            )  # fmt: skip
+            owner.append(i)
     result = simulate(Script(turns), build_session(settings, engines), engines)
     replies: dict[int, str] = {}
     order: list[int] = []
@@ -42,7 +55,10 @@ def spoken_run(
             replies[event["reply_id"]] = ""
         elif event["type"] == "reply_text" and event["reply_id"] in replies:
             replies[event["reply_id"]] += event["text"]
-    said = [replies[r].strip() for r in order]
+    last: dict[int, str] = {}  # each question's last reply: the answer after a yes or no
+    for turn_owner, reply_id in zip(owner, order, strict=False):
+        last[turn_owner] = replies[reply_id].strip()
+    said = [last.get(i, "") for i in range(len(questions))]
     right = unknowns = wrong_turns = 0
     n_in = sum(q.in_scope for q in questions)
     for question, text in zip(questions, said, strict=False):
@@ -51,7 +67,7 @@ def spoken_run(
             right += carries(text, question.expect)
         else:
             unknowns += declined
-    wrong_turns = abs(len(said) - len(questions))
+    wrong_turns = abs(len(order) - len(turns))
     summary = summarize(result.events)["summary"]
     return {
         "in_scope_right": f"{right}/{n_in}",

@@ -60,6 +60,7 @@ class Generation:
     guard: ReplyGuard = field(init=False)
     # How the knowledge answered it (kind, the entry's heading, its confidence), if asked
     knowledge: tuple[str, str, float] | None = None
+    asked: Any = None  # a voice.knowledge.policy.Decision("ask") this reply says
     attempt: int = 0  # 1, 2...: the reply sampled again (the guard let nothing through)
     restarted: bool = False  # ... and the lane's stream of the last attempt is to close
     _ends_space: bool = False

@@ -28,7 +28,7 @@ from voice.conversation.turns import EndOfTurn, TurnConfig, split_words
 from voice.conversation.wake import WakeGate
 from voice.errors import VoiceError
 from voice.events import Error, Event, Idle, StateChanged
-from voice.knowledge.policy import Decision, context_prompt
+from voice.knowledge.policy import Decision, context_prompt, follow_up
 from voice.listen.listener import Listener
 from voice.reply.history import History, Prompt
 from voice.speak.chunking import SentenceChunker
@@ -193,6 +193,9 @@ class SessionBase:
         # typed or speculative, asks it first; an entry or the unknown reply is then said
         # as written (no LLM), and the model only gets what the knowledge leaves to it.
         self.grounding: Grounder | None = None
+        # The question back the last reply asked ("Do you mean: ...?"), until the next
+        # reply ends: the visitor's "yes" or "no" answers it.
+        self._asked: Decision | None = None
 
     # -- clock and output --------------------------------------------------------------------
 
@@ -255,7 +258,8 @@ class SessionBase:
         """Say the knowledge's answer as written, or give the model its facts."""
         assert self.grounding is not None
         try:
-            decision = self.grounding(gen.user_text)
+            answered = None if self._asked is None else follow_up(self._asked, gen.user_text)
+            decision = answered or self.grounding(gen.user_text)
         except Exception as exc:  # retrieval must never silence the assistant
             problem = f"knowledge lookup failed: {type(exc).__name__}: {exc}"
             self._emit(Error(audio_ms=self.now_ms, code="knowledge_failed", message=problem))
@@ -266,6 +270,7 @@ class SessionBase:
             best.entry.heading if best is not None and decision.kind != "unknown" else "",
             best.confidence if best is not None else 0.0,
         )
+        gen.asked = decision if decision.kind == "ask" else None
         if decision.spoken_as_written:
             gen.said = True
             gen.add_delta(decision.text, self.now_ms)

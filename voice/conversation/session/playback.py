@@ -175,14 +175,17 @@ class PlaybackAccounting(SessionBase):
             )
         )
         self._answered = None
+        # A question back stays open only when it was heard to its end.
+        self._asked = gen.asked if heard and not interrupted else None
         if not remember:
             pass
         elif (heard or gen.tool_note) and gen.user_text:
             # A tool call is remembered with the reply ("Did you open the gate?").
             self.history.add_turn(gen.user_text, f"{gen.tool_note} {heard}".strip())
             # A reply that called a tool acted: words after it are a new turn, never the
-            # rest of this one (joining them would choose, and run, the call again).
-            acted = gen.tool_call is not None
+            # rest of this one (joining them would choose, and run, the call again); the
+            # words after a question back are its answer.
+            acted = gen.tool_call is not None or gen.asked is not None  # or asked back
             if not cut and not acted and gen.utterance_id > 0 and self._turn is not None:
                 self._answered = Answered(
                     gen.utterance_id, gen.gen_id, self._heard_ms(), self._turn.user_end_ms,

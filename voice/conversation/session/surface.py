@@ -123,6 +123,7 @@ class Session(WakeWord, ToolCalls):
         self.history.clear()
         self.end_of_turn.forget_speaker()
         self._unanswered = ""
+        self._asked = None
         self._prefilled = False
         self._prefilled_words = ""
         self._spec_tries.clear()
