@@ -152,7 +152,7 @@ class ServerMetrics:
         self.knowledge = _Labelled(
             Counter(
                 "voice_knowledge_answers",
-                "Replies the knowledge file decided, by kind (say, unknown, context, chat).",
+                "Replies the knowledge file decided, by kind (say, unknown, context, chat, ask).",
                 ["kind"],
                 registry=r,
             )
