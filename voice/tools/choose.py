@@ -6,9 +6,12 @@ second when it cannot go wrong in form (docs/tools.md has the numbers):
 1. **shortlist by meaning**: the cosine between the words' sentence embedding and
    each tool's description and examples (the encoder that finds knowledge entries,
    voice.embed). Below ``threshold``, or closer to everyday small talk than to any
-   tool, nothing is called and the model answers as usual. Tools within ``margin``
-   of the best one stay on the list (``max_candidates`` at most);
-2. **fill under a grammar**: the model writes the call, held by a GBNF grammar
+   tool, or talk that asks for nothing (voice.tools.intent), nothing is called and
+   the model answers as usual. Tools within ``margin`` of the best one stay on the
+   list (``max_candidates`` at most);
+2. **fill from the words, else under a grammar**: the values and numbers the words
+   say, or the value nearest what they mean, settle most calls with no model at all;
+   what is left, the model writes, held by a GBNF grammar
    (voice.tools.grammar) to the shortlisted tools and their parameters' types and
    closed sets, so the call is always a known tool with valid arguments. Over HTTP
    the same tools go to the server as OpenAI ``tools`` (``tool_choice``: see
@@ -292,8 +295,8 @@ class Chooser:
     def by_meaning(self, tool: Tool, vector: FloatArray) -> Tool:
         """``tool`` with each closed set the words left open cut to the value nearest
         their meaning, where one is clearly nearest (by ``value_margin``); the 135M
-        model, left to choose, named the first value it was offered ("the loo" and
-        "leave my coat" both became the dinosaur hall)."""
+        model, left to choose, named the dinosaur hall for "the loo", "leave my coat"
+        and "buy a coffee" alike."""
         params = []
         for param in tool.params:
             values = self._values.get((tool.name, param.name))
@@ -307,7 +310,8 @@ class Chooser:
         return dataclasses.replace(tool, params=tuple(params))
 
     def choose(self, text: str, backend: FillsCalls) -> Call | None:
-        """The call ``text`` asks for, or None. A tool with no parameters needs no model."""
+        """The call ``text`` (a turn) asks for, or None. The model is asked only what
+        the words leave open: which of several tools, a value neither said nor meant."""
         start = time.perf_counter()
         turn = text
         text, short = self.focus(turn)
