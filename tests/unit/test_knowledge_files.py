@@ -188,6 +188,9 @@ def test_a_reply_to_a_question_back_is_read_by_its_first_word() -> None:
         assert answer_to_question(yes) == "yes", yes
     for no in ("No.", "nope", "No, thanks", "not really", "I don't"):
         assert answer_to_question(no) == "no", no
+    for yes, no in (("Sí, gracias", "No"), ("Oui", "Non, merci"), ("Ja, genau", "Nein"),
+                    ("是的", "不是")):  # fmt: skip
+        assert (answer_to_question(yes), answer_to_question(no)) == ("yes", "no"), yes
     # A new question, or words that are neither, are decided on their own.
     for other in ("No, where are the toilets then?", "Where is the cafe?", "", "maybe"):
         assert answer_to_question(other) == "", other

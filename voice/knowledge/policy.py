@@ -104,13 +104,18 @@ class Decision:
         return self.kind in ("say", "unknown", "ask")
 
 
-_YES = {"yes", "yeah", "yep", "yup", "yea", "correct", "right", "exactly", "sure", "ja"}
-_NO = {"no", "nope", "nah", "not", "wrong"}
+# English, and the first word of a yes or a no in the languages the voices speak
+# (docs/languages.md): Spanish, French, German, Mandarin.
+_YES = {
+    "yes", "yeah", "yep", "yup", "yea", "correct", "right", "exactly", "sure",
+    "sí", "si", "claro", "oui", "ouais", "ja", "genau", "是", "是的", "对", "对的", "嗯", "好",
+}  # fmt: skip
+_NO = {"no", "nope", "nah", "not", "wrong", "non", "nein", "不", "不是", "不对", "没有"}
 
 
 def answer_to_question(text: str) -> str:
     """ "yes", "no" or "" (neither, or a new question: "no, where are the toilets?"):
-    the visitor's reply to a question back, by its first word (English)."""
+    the visitor's reply to a question back, by its first word."""
     low = text.lower().replace("’", "'")
     words = "".join(c if c.isalnum() or c == "'" else " " for c in low).split()
     if not words or len(words) > 4:  # more than "yes, that's right, please": a new turn
