@@ -201,6 +201,11 @@ def test_a_question_back_names_the_heading_and_yes_or_no_decides() -> None:
 
     assert clarifying_question("Where is the cafe?") == "Do you mean: where is the cafe?"
     assert clarifying_question("Ticket prices") == "Do you mean: ticket prices?"
+    assert clarifying_question("Horario", "¿Pregunta por: {heading}?") == (
+        "¿Pregunta por: horario?"
+    )
+    with pytest.raises(ConfigError, match="heading"):
+        KnowledgeConfig(ask_text="Do you mean that?").validate()
     asked = Decision("ask", "Do you mean: ticket prices?", if_yes="Twelve pounds.",
                      if_no="Sorry, I don't know that.")  # fmt: skip
     assert follow_up(asked, "yes please") == Decision("say", "Twelve pounds.")

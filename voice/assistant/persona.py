@@ -16,6 +16,7 @@ follow_up_s = 8            # after a reply, speech without the wake word this lo
 knowledge = "brom.md"      # what it knows (Markdown; relative to this file), docs/knowledge.md
 answer = "verbatim"        # how: auto, verbatim (entries said as written), generate
 unknown_reply = "Never heard of it."   # said to a question the knowledge does not answer
+ask_text = "You mean {heading}?"       # a question it is not sure of, asked back
 ```
 
 Everything is optional except ``name``. A persona changes a copy of the
@@ -76,6 +77,7 @@ class Persona:
     knowledge: str | None = None  # a path; load_persona makes it relative to the file
     answer: str | None = None
     unknown_reply: str | None = None
+    ask_text: str | None = None  # "{heading}" stands for the entry asked about
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -145,6 +147,8 @@ class Persona:
             out.knowledge.answer = self.answer
         if self.unknown_reply is not None:
             out.knowledge.unknown_reply = self.unknown_reply
+        if self.ask_text is not None:
+            out.knowledge.ask_text = self.ask_text
         if self.barge_in is not None:
             pause_ms = BARGE_IN[self.barge_in]
             out.conversation.barge_in = pause_ms is not None

@@ -34,6 +34,7 @@ from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match
 
 POLICIES = ("auto", "verbatim", "generate")
 UNKNOWN_REPLY = "Sorry, I don't know that."
+ASK_TEXT = "Do you mean: {heading}?"  # a weaker match asked back (``clarify``)
 RECENT = 64  # decisions remembered by text
 SMALL_TALK = (
     "hello", "hi", "hi there", "hey", "good morning", "good afternoon", "good evening",
@@ -66,11 +67,17 @@ class KnowledgeConfig:
     # mean: where is the cafe?"); "yes" gets the entry, "no" the unknown reply. A
     # question back never says a wrong fact (docs/knowledge.md).
     clarify: bool = True
+    ask_text: str = ASK_TEXT  # the question back, in the persona's language
     small_talk_threshold: float = 0.6  # this close to a small-talk line is small talk
     context_entries: int = 2  # entries put in the model's prompt (generate, auto)
     cache_dir: str = ""  # where entry embeddings are kept; "" = ~/.cache/voice/knowledge
 
     def validate(self) -> None:
+        if "{heading}" not in self.ask_text:
+            raise ConfigError(
+                f"knowledge.ask_text {self.ask_text!r} does not name the entry.",
+                'Put {heading} where the entry goes: "Do you mean: {heading}?"',
+            )
         if self.answer not in POLICIES:
             raise ConfigError(
                 f"knowledge.answer {self.answer!r} is not one of {', '.join(POLICIES)}.",
@@ -138,12 +145,12 @@ def follow_up(asked: Decision, text: str) -> Decision | None:
     return None
 
 
-def clarifying_question(heading: str) -> str:
-    """How a weak match is asked back: its heading, as a question ("Do you mean: where
-    is the cafe?", "Do you mean: ticket prices?"); a topic heading reads as well as a
-    question heading in this form."""
-    heading = heading.strip().rstrip(".?")
-    return f"Do you mean: {heading[0].lower()}{heading[1:]}?"
+def clarifying_question(heading: str, template: str = ASK_TEXT) -> str:
+    """How a weak match is asked back: its heading, in ``template`` ("Do you mean:
+    where is the cafe?", "Do you mean: ticket prices?"); a topic heading reads as well
+    as a question heading in this form."""
+    heading = heading.strip().rstrip(".?？。")
+    return template.format(heading=f"{heading[:1].lower()}{heading[1:]}")
 
 
 class Grounding:
@@ -191,7 +198,7 @@ class Grounding:
         if config.answer == "auto" and weak:
             return Decision("context", self._context(matches), matches, small_talk)
         if config.answer == "verbatim" and config.clarify and weak and best is not None:
-            question = clarifying_question(best.entry.heading)
+            question = clarifying_question(best.entry.heading, config.ask_text)
             return Decision(
                 "ask", question, matches, small_talk, best.entry.answer, config.unknown_reply
             )
