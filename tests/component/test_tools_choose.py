@@ -81,3 +81,21 @@ def test_a_value_meant_but_not_said_is_taken_by_meaning(llama: LlamaBackend) -> 
     call = chooser.choose("excuse me where can I leave my coat", llama)
     assert call is not None and call.arguments == {"room": "cloakroom"}, call
     assert call.raw == ""  # the meaning settled it: the model was not asked
+
+
+def events(day: Literal["today", "tomorrow", "weekend"] = "today") -> str:
+    """List the museum's events, talks and tours on a day."""
+    return f"Events {day}."
+
+
+def test_a_call_only_its_defaults_would_settle_needs_words_near_it(llama: LlamaBackend) -> None:
+    box = Toolbox()
+    box.add(events, ["what's on today", "are there any tours this afternoon"])
+    chooser = Chooser(list(box), Embedder.default())
+    # Near the tool by a little (0.37, over the shortlist's 0.3) and naming no day.
+    assert chooser.focus("Is there a swimming pool nearby?")[1].candidates
+    assert chooser.choose("Is there a swimming pool nearby?", llama) is None
+    call = chooser.choose("what's on?", llama)  # near it: today, by default
+    assert call is not None and call.arguments == {"day": "today"}
+    call = chooser.choose("anything on tomorrow?", llama)  # a day named: no bar
+    assert call is not None and call.arguments == {"day": "tomorrow"}

@@ -219,9 +219,49 @@ def bench_tools(settings: Settings, spoken: int = 0) -> dict[str, Any]:
         "top_score_none_max": max((r["top"] for r in none), default=0.0),
         "rows": rows,
     }
+    report["beside_knowledge"] = beside_knowledge(settings, embedder, backend)
     if spoken:
         report["spoken"] = _spoken(settings, spoken)
     return report
+
+
+def kiosk_events(day: Literal["today", "tomorrow", "weekend"] = "today") -> str:
+    """List the museum's events, talks and tours on a day."""  # examples/kiosk.py's
+    return f"{day}: a fossil talk at eleven."
+
+
+def beside_knowledge(settings: Settings, embedder: Embedder, backend: Any) -> dict[str, Any]:
+    """The kiosk's case (examples/kiosk.py): its events tool beside the museum's
+    knowledge file. The museum's visitor questions that would call the tool, and the
+    utterances that need the tool that the knowledge would take instead, with the rule
+    the session applies (voice.conversation.session.tooling.knowledge_knows)."""
+    from voice.bench.knowledge import DEFAULT_KNOWLEDGE, load_questions
+    from voice.conversation.session.tooling import knowledge_knows
+    from voice.knowledge.policy import Grounding, load_index
+
+    grounding = Grounding(load_index(DEFAULT_KNOWLEDGE, embedder), settings.knowledge)
+    box = Toolbox()
+    box.add(kiosk_events, ["what's on today", "are there any tours this afternoon"])
+    chooser = Chooser(list(box), embedder, settings.tools)
+
+    def calls(text: str) -> bool:
+        short = chooser.focus(text)[1]
+        if not short.candidates or knowledge_knows(grounding(text), short):
+            return False
+        return chooser.choose(text, backend) is not None
+
+    questions = load_questions(DEFAULT_KNOWLEDGE.with_suffix(".questions.jsonl"))
+    taken = [q.q for q in questions if calls(q.q)]
+    needing = [
+        t for _, cases in [("kiosk", CASES["kiosk"])] for t, e in cases if e and e[0] == "events"
+    ]
+    needing += [t for rows in blind_cases().values() for _, t, e in rows if e and e[0] == "events"]
+    kept = sum(calls(t) for t in needing)
+    return {
+        "museum_questions_calling_events": f"{len(taken)}/{len(questions)}",
+        "calling": taken,
+        "events_utterances_still_calling": f"{kept}/{len(needing)}",
+    }
 
 
 def _spoken(settings: Settings, limit: int) -> dict[str, Any]:
@@ -264,6 +304,13 @@ def format_table(report: dict[str, Any]) -> str:
         if row["outcome"] not in ("right", "right_none"):
             got = row["error"] or row["got"]
             lines.append(f"  {row['source']} {row['outcome']}: {row['text']!r} -> {got}")
+    near = report.get("beside_knowledge")
+    if near:
+        lines.append(
+            f"beside the museum's knowledge (the kiosk): museum questions calling events "
+            f"{near['museum_questions_calling_events']}, events utterances still calling it "
+            f"{near['events_utterances_still_calling']}"
+        )
     if "spoken" in report:
         lines.append(format_spoken(report["spoken"]))
     return "\n".join(lines)

@@ -66,6 +66,9 @@ class ToolsConfig:
     # A closed set's value nearest the words' meaning is taken when it leads the next
     # by this much (cosine); otherwise the model chooses. docs/tools.md has the sweep.
     value_margin: float = 0.05
+    # A call whose arguments the words do not name (all defaults: "Is there a car
+    # park?" -> events(day="today")) needs the words this near the tool.
+    defaults_threshold: float = 0.45
     max_call_tokens: int = 48
     time_limit_s: float = 5.0  # a tool that runs longer is abandoned (the apology is said)
     filler_after_ms: int = 300  # a call still running this long: the filler is said
@@ -146,7 +149,7 @@ def said_numbers(text: str) -> list[int]:
     return found
 
 
-def narrowed(tool: Tool, text: str, around: str = "") -> Tool:
+def narrowed(tool: Tool, text: str, around: str = "", defaults: bool = True) -> Tool:
     """``tool`` with its closed sets cut to the values the words name, and its whole
     numbers to the numbers they say; a parameter the words do not settle keeps its
     default when it has one ("what's on?": today). ``around``: the whole turn, when
@@ -165,12 +168,12 @@ def narrowed(tool: Tool, text: str, around: str = "") -> Tool:
             )
             if named:
                 param = dataclasses.replace(param, choices=named)
-            elif not param.required and param.default in param.choices:
+            elif defaults and not param.required and param.default in param.choices:
                 param = dataclasses.replace(param, choices=(param.default,))
         elif param.type == "integer" and not param.choices:
             if numbers:
                 param = dataclasses.replace(param, choices=tuple(numbers))
-            elif not param.required and isinstance(param.default, int):
+            elif defaults and not param.required and isinstance(param.default, int):
                 param = dataclasses.replace(param, choices=(param.default,))
         params.append(param)
     return dataclasses.replace(tool, params=tuple(params))
@@ -309,6 +312,15 @@ class Chooser:
             params.append(param)
         return dataclasses.replace(tool, params=tuple(params))
 
+    def _only_defaults(self, tool: Tool, text: str, around: str) -> bool:
+        """Whether the words name none of ``tool``'s arguments (by word or by meaning),
+        so that only its defaults would settle the call."""
+        bare = narrowed(tool, text, around, defaults=False)
+        if not bare.params or any(settled(p) for p in bare.params):
+            return False
+        bare = self.by_meaning(bare, self.embedder.embed([text])[0])
+        return not any(settled(p) for p in bare.params)
+
     def choose(self, text: str, backend: FillsCalls) -> Call | None:
         """The call ``text`` (a turn) asks for, or None. The model is asked only what
         the words leave open: which of several tools, a value neither said nor meant."""
@@ -324,6 +336,9 @@ class Chooser:
             vector = self.embedder.embed([text])[0]
             offered = [self.by_meaning(t, vector) for t in offered]
         original = {t.name: t for t in short.candidates}
+        weak = len(offered) == 1 and short.scores[offered[0].name] < self.config.defaults_threshold
+        if weak and self._only_defaults(original[offered[0].name], text, around):
+            return None  # the words name none of its arguments, and are only near it
         if len(offered) == 1 and all(settled(p) for p in offered[0].params):
             # One tool, and the words name every argument (or leave its default): the
             # grammar would leave the model one way to write the call, so it is not

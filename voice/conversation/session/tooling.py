@@ -21,10 +21,19 @@ from voice.conversation.actions import ToolChoice
 from voice.conversation.generation import Generation
 from voice.conversation.session.base import SessionBase
 from voice.events import Error, ReplyText, ToolCall, ToolResult
+from voice.knowledge.policy import Decision
 from voice.reply.history import Prompt
 from voice.think.backend import Message
-from voice.tools.choose import Call, Chooser, ToolsConfig
+from voice.tools.choose import Call, Chooser, Shortlist, ToolsConfig
 from voice.tools.schema import Say
+
+
+def knowledge_knows(decision: Decision, short: Shortlist) -> bool:
+    """Whether the knowledge's ``decision`` should answer words the tools shortlisted:
+    it says an entry with confidence, at least as near the words as the nearest tool."""
+    best = decision.matches[0] if decision.matches else None
+    top = max((short.scores[t.name] for t in short.candidates), default=0.0)
+    return decision.kind == "say" and best is not None and best.meaning >= top
 
 
 class ToolCalls(SessionBase):
@@ -44,13 +53,22 @@ class ToolCalls(SessionBase):
         if self.tools is None or not gen.user_text.strip() or gen.said:
             return False
         try:
-            if not self.tools.focus(gen.user_text)[1].candidates:
+            short = self.tools.focus(gen.user_text)[1]
+            if not short.candidates or self._knowledge_knows(gen.user_text, short):
                 return False
         except Exception as exc:  # the tools must never silence the assistant
             self._emit(Error(audio_ms=self.now_ms, code="tool_choice_failed", message=str(exc)))
             return False
         gen.tool_stage = "choose"
         return True
+
+    def _knowledge_knows(self, text: str, short: Shortlist) -> bool:
+        """A knowledge file that answers the words with confidence, and is at least as
+        near their meaning as the nearest tool (the same encoder's cosines), answers
+        them: at the museum kiosk "Is there a car park?" and "When was the museum
+        founded?" had called its events tool (0.41, 0.63), nearer their entries (0.78,
+        0.80). The decision is kept by text, so the knowledge's own turn reuses it."""
+        return self.grounding is not None and knowledge_knows(self.grounding(text), short)
 
     def _tool_job(self, gen: Generation) -> ToolChoice | None:
         """The tool work ``gen`` waits on (None: it waits on a running call)."""
