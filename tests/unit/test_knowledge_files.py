@@ -204,8 +204,9 @@ def test_a_question_back_names_the_heading_and_yes_or_no_decides() -> None:
     assert clarifying_question("Horario", "¿Pregunta por: {heading}?") == (
         "¿Pregunta por: horario?"
     )
-    with pytest.raises(ConfigError, match="heading"):
-        KnowledgeConfig(ask_text="Do you mean that?").validate()
+    for bad in ("Do you mean that?", "Do you mean {entry}?", "{heading} {"):
+        with pytest.raises(ConfigError, match="heading"):
+            KnowledgeConfig(ask_text=bad).validate()
     asked = Decision("ask", "Do you mean: ticket prices?", if_yes="Twelve pounds.",
                      if_no="Sorry, I don't know that.")  # fmt: skip
     assert follow_up(asked, "yes please") == Decision("say", "Twelve pounds.")

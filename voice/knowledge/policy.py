@@ -73,10 +73,15 @@ class KnowledgeConfig:
     cache_dir: str = ""  # where entry embeddings are kept; "" = ~/.cache/voice/knowledge
 
     def validate(self) -> None:
-        if "{heading}" not in self.ask_text:
+        try:
+            fits = "{heading}" in self.ask_text and bool(self.ask_text.format(heading="x"))
+        except (KeyError, IndexError, ValueError):
+            fits = False
+        if not fits:
             raise ConfigError(
-                f"knowledge.ask_text {self.ask_text!r} does not name the entry.",
-                'Put {heading} where the entry goes: "Do you mean: {heading}?"',
+                f"knowledge.ask_text {self.ask_text!r} does not name the entry as {{heading}}.",
+                "Put {heading} where the entry goes, and no other braces: "
+                '"Do you mean: {heading}?"',
             )
         if self.answer not in POLICIES:
             raise ConfigError(
@@ -114,7 +119,7 @@ class Decision:
 # English, and the first word of a yes or a no in the languages the voices speak
 # (docs/languages.md): Spanish, French, German, Mandarin.
 _YES = {
-    "yes", "yeah", "yep", "yup", "yea", "correct", "right", "exactly", "sure",
+    "yes", "yeah", "yep", "yup", "yea", "correct", "exactly", "sure",
     "sí", "si", "claro", "oui", "ouais", "ja", "genau", "是", "是的", "对", "对的", "嗯", "好",
 }  # fmt: skip
 _NO = {"no", "nope", "nah", "not", "wrong", "non", "nein", "不", "不是", "不对", "没有"}
