@@ -22,13 +22,11 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from voice.bench.tools_spoken import format_spoken
+from voice.bench.tools_spoken import Expected, format_spoken, make_chooser
 from voice.config import Settings
 from voice.embed import Embedder
 from voice.errors import VoiceError
 from voice.think.backend import make_backend
-from voice.tools import Toolbox
-from voice.tools.choose import Chooser
 
 Item = Literal["sword", "axe", "shield", "dagger", "helmet"]
 
@@ -69,7 +67,6 @@ SETS: dict[str, list[tuple[Any, list[str]]]] = {
         (find_room, ["where can I get a coffee", "how do I find the lifts"]),
     ],
 }
-Expected = tuple[str, dict[str, Any]] | None
 CASES: dict[str, list[tuple[str, Expected]]] = {
     "npc": [
         ("I'll buy two swords", ("sell", {"item": "sword", "quantity": 2})),
@@ -172,26 +169,21 @@ def bench_tools(settings: Settings, spoken: int = 0) -> dict[str, Any]:
     conversation, and run the barge-in pass (voice.bench.tools_spoken); 0 skips it."""
     embedder = Embedder.default()
     backend = make_backend(settings.llm)  # embedded, or a server's OpenAI tools (llm.backend)
-    choosers = {}
-    for name, tools in SETS.items():
-        box = Toolbox()
-        for fn, examples in tools:
-            box.add(fn, examples)
-        choosers[name] = Chooser(list(box), embedder, settings.tools)
+    choosers = {name: make_chooser(tools, settings) for name, tools in SETS.items()}
     sources = {"tuning": [(name, t, e) for name, cases in CASES.items() for t, e in cases]}
     sources.update(blind_cases())
     rows: list[dict[str, Any]] = []
     for source, cases in sources.items():
         for name, text, expected in cases:
             chooser = choosers[name]
-            short = chooser.focus(text)[1]
-            start = time.perf_counter()
+            start = time.perf_counter()  # before the chooser has seen the words
             error = ""
             try:
                 call = chooser.choose(text, backend)
             except VoiceError as exc:  # a server's call that fits no tool (never embedded)
                 call, error = None, str(exc)
             ms = (time.perf_counter() - start) * 1000
+            short = chooser.focus(text)[1]  # for the scores: remembered from the choice
             got = (call.tool.name, call.arguments) if call is not None else None
             raw_ok = call is None or not call.raw or call.raw.startswith('{"name": ')
             rows.append(
@@ -240,9 +232,8 @@ def beside_knowledge(settings: Settings, embedder: Embedder, backend: Any) -> di
     from voice.knowledge.policy import Grounding, load_index
 
     grounding = Grounding(load_index(DEFAULT_KNOWLEDGE, embedder), settings.knowledge)
-    box = Toolbox()
-    box.add(kiosk_events, ["what's on today", "are there any tours this afternoon"])
-    chooser = Chooser(list(box), embedder, settings.tools)
+    examples = ["what's on today", "are there any tours this afternoon"]
+    chooser = make_chooser([(kiosk_events, examples)], settings)
 
     def calls(text: str) -> bool:
         short = chooser.focus(text)[1]
@@ -252,9 +243,7 @@ def beside_knowledge(settings: Settings, embedder: Embedder, backend: Any) -> di
 
     questions = load_questions(DEFAULT_KNOWLEDGE.with_suffix(".questions.jsonl"))
     taken = [q.q for q in questions if calls(q.q)]
-    needing = [
-        t for _, cases in [("kiosk", CASES["kiosk"])] for t, e in cases if e and e[0] == "events"
-    ]
+    needing = [t for t, e in CASES["kiosk"] if e and e[0] == "events"]
     needing += [t for rows in blind_cases().values() for _, t, e in rows if e and e[0] == "events"]
     kept = sum(calls(t) for t in needing)
     return {

@@ -31,7 +31,8 @@ Expected = tuple[str, dict[str, Any]] | None
 _JSON_MARKS = ("{", "}", '"name"', "arguments")
 
 
-def _chooser(tools: list[tuple[Any, list[str]]], settings: Settings) -> Chooser:
+def make_chooser(tools: list[tuple[Any, list[str]]], settings: Settings) -> Chooser:
+    """A chooser over ``tools``, each a function with the examples that call it."""
     box = Toolbox()
     for fn, examples in tools:
         box.add(fn, examples)
@@ -55,7 +56,7 @@ def spoken_calls(
         for i, (text, _) in enumerate(cases)
     ]  # fmt: skip
     session = build_session(settings, engines)
-    session.tools = _chooser(tools, settings)
+    session.tools = make_chooser(tools, settings)
     result = simulate(Script(turns), session, engines)
     order: list[int] = []
     said: dict[int, str] = {}
@@ -136,7 +137,7 @@ def barge_in_during_calls(settings: Settings, engines: Engines, repeats: int) ->
         turns.append(ScriptTurn(stop, f"stop{i}", after="reply_start", delay_s=0.6,
                                 expect="barge_in"))  # fmt: skip
     session = build_session(settings, engines)
-    session.tools = _chooser([(fetch, ["fetch me the lantern", "bring the rope up"])], settings)
+    session.tools = make_chooser([(fetch, ["fetch me the lantern", "bring the rope up"])], settings)
     started = time.monotonic()
     result = simulate(Script(turns), session, engines, realtime=True)
     events = result.events

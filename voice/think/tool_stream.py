@@ -61,6 +61,14 @@ def _bad(problem: str, chunk: object) -> MalformedStreamError:
     )
 
 
+def _text(part: dict[str, Any], key: str, chunk: object) -> str | None:
+    """``part[key]``: text, or absent (None); anything else is a malformed chunk."""
+    value = part.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _bad(f"a {key} that is not text", chunk)
+    return value
+
+
 class ToolCallStream:
     """Feed it every chunk (``add``); then ``call()`` is the first call, if any, and
     ``text`` whatever the model wrote in words instead."""
@@ -96,10 +104,8 @@ class ToolCallStream:
         delta = choice.get("delta") or {}  # a last chunk may carry only finish_reason
         if not isinstance(delta, dict):
             raise _bad("a delta that is not an object", chunk)
-        content = delta.get("content")
+        content = _text(delta, "content", chunk)
         if content is not None:
-            if not isinstance(content, str):
-                raise _bad("content that is not text", chunk)
             self.text += content
         entries = delta.get("tool_calls")
         if entries is not None:
@@ -113,9 +119,7 @@ class ToolCallStream:
 
     def _slot(self, entry: dict[str, Any], chunk: object) -> StreamedCall:
         index = entry.get("index")
-        call_id = entry.get("id")
-        if call_id is not None and not isinstance(call_id, str):
-            raise _bad("an id that is not text", chunk)
+        call_id = _text(entry, "id", chunk)
         if index is None:
             if call_id:
                 known = next((c for c in self.calls.values() if c.id == call_id), None)
@@ -145,10 +149,8 @@ class ToolCallStream:
             return
         if not isinstance(function, dict):
             raise _bad("a function that is not an object", chunk)
-        name = function.get("name")
+        name = _text(function, "name", chunk)
         if name is not None:
-            if not isinstance(name, str):
-                raise _bad("a function name that is not text", chunk)
             if name.startswith(call.name) and call.name:
                 call.name = name  # the whole name again (llama-cpp-python's server)
             else:

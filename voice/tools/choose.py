@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -223,6 +226,34 @@ def call_prompt(text: str, tools: Sequence[Tool]) -> list[Message]:
     return [Message("system", system), Message("user", text)]
 
 
+RECENT = 32  # focus results kept by text
+EMBEDDED_MAX = 4096  # fixed texts' vectors remembered per encoder (~6 MB)
+_EMBEDDED: weakref.WeakKeyDictionary[Any, dict[str, FloatArray]] = weakref.WeakKeyDictionary()
+_EMBEDDED_LOCK = threading.Lock()
+
+
+def _embedded(embedder: Embeds, texts: list[str]) -> list[FloatArray]:
+    """The vectors of a chooser's fixed texts (descriptions, examples, the small-talk
+    lines, closed sets' values), remembered per encoder: a server builds a chooser for
+    every page that declares tools, and ``@bot.tool`` one per registration, and each
+    would embed the same texts again."""
+    try:
+        with _EMBEDDED_LOCK:
+            known = _EMBEDDED.setdefault(embedder, {})
+    except TypeError:  # an encoder that cannot be weakly referenced: not remembered
+        known = {}
+    with _EMBEDDED_LOCK:
+        out = {t: known[t] for t in texts if t in known}
+    missing = list(dict.fromkeys(t for t in texts if t not in out))
+    if missing:
+        out.update(zip(missing, embedder.embed(missing), strict=True))
+        with _EMBEDDED_LOCK:
+            known.update((t, out[t]) for t in missing)
+            while len(known) > EMBEDDED_MAX:  # pages may declare anything: keep it bounded
+                known.pop(next(iter(known)))
+    return [out[t] for t in texts]
+
+
 def tool_choice(tools: Sequence[Tool], mode: str = "required") -> str | dict[str, Any]:
     """The OpenAI ``tool_choice`` for a call to one of ``tools`` (the shortlist).
 
@@ -246,17 +277,22 @@ class Chooser:
         self.config.validate()  # a bad setting fails at start-up, not at the first call
         texts = [(i, s) for i, t in enumerate(self.tools) for s in (t.description, *t.examples)]
         self._owner = np.array([i for i, _ in texts], dtype=np.int64)
-        self._vectors = embedder.embed([s for _, s in texts]) if texts else None
-        self._chat = embedder.embed(list(CHAT))
-        # Each closed set's values, embedded: the words may mean a value they do not say
+        # Each closed set's values too: the words may mean a value they do not say
         # ("the loo", "somewhere to leave my coat", "saturday or sunday").
-        self._values: dict[tuple[str, str], dict[str, FloatArray]] = {}
-        for tool in self.tools:
-            for param in tool.params:
-                if param.type == "string" and len(param.choices) > 1:
-                    values = [str(c) for c in param.choices]
-                    vectors = embedder.embed(values)
-                    self._values[tool.name, param.name] = dict(zip(values, vectors, strict=True))
+        sets = [
+            (t.name, p.name, [str(c) for c in p.choices])
+            for t in self.tools for p in t.params
+            if p.type == "string" and len(p.choices) > 1
+        ]  # fmt: skip
+        fixed = [*(s for _, s in texts), *CHAT, *(v for _, _, values in sets for v in values)]
+        vectors = iter(_embedded(embedder, fixed))
+        self._vectors = np.stack([next(vectors) for _ in texts]) if texts else None
+        self._chat = np.stack([next(vectors) for _ in CHAT])
+        self._values: dict[tuple[str, str], dict[str, FloatArray]] = {
+            (tool, param): {v: next(vectors) for v in values} for tool, param, values in sets
+        }
+        self._recent: OrderedDict[str, tuple[str, Shortlist, FloatArray | None]] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def shortlist(self, text: str, vector: FloatArray | None = None) -> Shortlist:
         if not self.tools or self._vectors is None or not text.strip():
@@ -284,16 +320,35 @@ class Chooser:
         and its shortlist when none does). A turn may greet before it asks ("Hello
         there. Sell me five helmets.", or two utterances the turn-taking joined): the
         greeting's small talk must not hide the request, nor lend it its numbers."""
+        focused, short, _ = self._focused(text)
+        return focused, short
+
+    def _focused(self, text: str) -> tuple[str, Shortlist, FloatArray | None]:
+        """``focus``, with the chosen sentence's embedding; the last few by text (the
+        session asks when a reply starts, the engine's ToolChoice job again, and a
+        speculative reply and the reply it becomes share the words)."""
+        with self._recent_lock:
+            if text in self._recent:
+                self._recent.move_to_end(text)
+                return self._recent[text]
+        found = self._focus_now(text)
+        with self._recent_lock:
+            self._recent[text] = found
+            while len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        return found
+
+    def _focus_now(self, text: str) -> tuple[str, Shortlist, FloatArray | None]:
+        if not self.tools or self._vectors is None or not text.strip():
+            return text, Shortlist(), None
         parts = [p for p in _SENTENCES.split(text.strip()) if p.strip()]
         texts = [text] if len(parts) < 2 else [text, *parts]
-        if not self.tools or self._vectors is None or not text.strip():
-            return text, Shortlist()
         vectors = self.embedder.embed(texts)
-        found = [(t, self.shortlist(t, v)) for t, v in zip(texts, vectors, strict=True)]
-        calling = [(t, s) for t, s in found if s.candidates]
+        found = [(t, self.shortlist(t, v), v) for t, v in zip(texts, vectors, strict=True)]
+        calling = [f for f in found if f[1].candidates]
         if not calling:
             return found[0]
-        return max(calling, key=lambda ts: max(ts[1].scores.values()) - ts[1].chat)
+        return max(calling, key=lambda f: max(f[1].scores.values()) - f[1].chat)
 
     def by_meaning(self, tool: Tool, vector: FloatArray) -> Tool:
         """``tool`` with each closed set the words left open cut to the value nearest
@@ -312,13 +367,13 @@ class Chooser:
             params.append(param)
         return dataclasses.replace(tool, params=tuple(params))
 
-    def _only_defaults(self, tool: Tool, text: str, around: str) -> bool:
+    def _only_defaults(self, tool: Tool, text: str, around: str, vector: FloatArray) -> bool:
         """Whether the words name none of ``tool``'s arguments (by word or by meaning),
         so that only its defaults would settle the call."""
         bare = narrowed(tool, text, around, defaults=False)
         if not bare.params or any(settled(p) for p in bare.params):
             return False
-        bare = self.by_meaning(bare, self.embedder.embed([text])[0])
+        bare = self.by_meaning(bare, vector)
         return not any(settled(p) for p in bare.params)
 
     def choose(self, text: str, backend: FillsCalls) -> Call | None:
@@ -326,18 +381,16 @@ class Chooser:
         the words leave open: which of several tools, a value neither said nor meant."""
         start = time.perf_counter()
         turn = text
-        text, short = self.focus(turn)
-        if not short.candidates:
+        text, short, vector = self._focused(turn)
+        if not short.candidates or vector is None:
             return None
         names = tuple(t.name for t in short.candidates)
         around = turn if text != turn else ""
         offered = named_first([narrowed(t, text, around) for t in short.candidates], text)
-        if any(len(p.choices) > 1 and p.type == "string" for t in offered for p in t.params):
-            vector = self.embedder.embed([text])[0]
-            offered = [self.by_meaning(t, vector) for t in offered]
+        offered = [self.by_meaning(t, vector) for t in offered]
         original = {t.name: t for t in short.candidates}
         weak = len(offered) == 1 and short.scores[offered[0].name] < self.config.defaults_threshold
-        if weak and self._only_defaults(original[offered[0].name], text, around):
+        if weak and self._only_defaults(original[offered[0].name], text, around, vector):
             return None  # the words name none of its arguments, and are only near it
         if len(offered) == 1 and all(settled(p) for p in offered[0].params):
             # One tool, and the words name every argument (or leave its default): the
