@@ -28,6 +28,10 @@ def _settings_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--language", help="ISO 639-1 language of the conversation (en, zh, fr, ...)"
     )
+    parser.add_argument(
+        "--asr-languages",
+        help="languages a turn may be in, e.g. en,de,zh: Whisper picks among them per pass",
+    )
     parser.add_argument("--vad-aggressiveness", type=int, choices=[0, 1, 2, 3])
     parser.add_argument("--end-silence-ms", type=int, help="silence that ends an utterance")
     parser.add_argument(
@@ -65,9 +69,9 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         from voice.knowledge.parse import read_knowledge
 
         read_knowledge(settings.knowledge.path)
-    from voice.config import with_language
+    from voice.config import prepared
 
-    return with_language(settings)
+    return prepared(settings)
 
 
 def _knowledge_arg(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +96,7 @@ _FLAGS = {
     ("tts", "speaking_rate"): "tts_rate",
     ("tts", "threads"): "tts_threads",
     ("conversation", "language"): "language",
+    ("asr", "languages"): "asr_languages",
     ("wake", "wake_word"): "wake_word",
     ("wake", "follow_up_s"): "follow_up_s",
     ("wake", "earcon"): "earcon",
@@ -399,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fuzz",
             "traces",
             "mandarin",
+            "languages",
             "shapes",
             "wake",
             "knowledge",

@@ -156,10 +156,12 @@ LANGUAGE_NAMES = {
 
 def with_language(settings: Settings) -> Settings:
     """Spread ``[conversation] language`` to the sections that depend on it: Whisper's
-    language (and a multilingual model where the configured one is English-only), the
-    turn-taking rules, the prompt (replies in the language) and the voice (the
-    catalogue's voice for it where the bundled English one is configured). Nothing is
-    loaded or fetched here: a model that is missing is a clear error when it loads."""
+    language (and a multilingual model where the configured one is English-only, or
+    where ``asr.languages`` lets a turn be in several), the turn-taking rules (the
+    English word lists only where every turn is English), the prompt (replies in the
+    language) and the voice (the catalogue's voice for it where the bundled English one
+    is configured). Nothing is loaded or fetched here: a model that is missing is a
+    clear error when it loads."""
     from voice.catalog import load_catalog
     from voice.models import MULTILINGUAL, english_only_asr
 
@@ -168,6 +170,12 @@ def with_language(settings: Settings) -> Settings:
     settings.turn.language = language
     if not settings.asr.language:
         settings.asr.language = language
+    heard = {c.strip().lower() for c in settings.asr.languages.split(",") if c.strip()}
+    if len(heard) > 1:
+        if english_only_asr(settings.asr.model):
+            settings.asr.model = MULTILINGUAL
+        if heard != {"en"}:  # a turn may be in any of them: no English word lists
+            settings.turn.language = "multi"
     if language == "en":
         return settings
     if english_only_asr(settings.asr.model):
@@ -181,6 +189,31 @@ def with_language(settings: Settings) -> Settings:
         if voices:
             settings.tts.voice = voices[0].name  # not pulled: says how, when it loads
     return settings
+
+
+def with_model_defaults(settings: Settings) -> Settings:
+    """A catalogue language model's own sampling (its entry's ``sampling``: its authors'
+    generation settings) for each [llm] field the settings leave at the project's
+    default. Those defaults were tuned on SmolLM2-135M (a frequency penalty against its
+    loops); Qwen2.5 asks for top_k 20, top_p 0.8 and a 1.05 repeat penalty. A value set
+    in the TOML, the environment or a flag is kept, unless it equals the default."""
+    from voice.catalog import entry_for_model
+
+    entry = entry_for_model(settings.llm.model, "llm")
+    if entry is None or settings.llm.backend != "embedded":
+        return settings
+    defaults = LlmConfig()
+    for name, value in entry.sampling.items():
+        if getattr(settings.llm, name) == getattr(defaults, name):
+            settings.set("llm", name, int(value) if name == "top_k" else value)
+    return settings
+
+
+def prepared(settings: Settings) -> Settings:
+    """The settings as the engines take them: the conversation's language spread to its
+    sections (:func:`with_language`), then a catalogue model's own sampling
+    (:func:`with_model_defaults`). Idempotent: settings prepared twice are unchanged."""
+    return with_model_defaults(with_language(settings))
 
 
 def check_wake(wake: WakeConfig) -> None:

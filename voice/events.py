@@ -73,6 +73,9 @@ class Final(Event):
     end_ms: float
     compute_ms: float
     no_speech_prob: float = 0.0
+    # The language it was heard in (ISO 639-1; with asr.languages, the one Whisper
+    # picked among them); "" where the recogniser does not say.
+    language: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

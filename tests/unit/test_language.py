@@ -3,6 +3,7 @@ counting, turn-taking without the English word lists, and the language setting."
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,3 +166,50 @@ def test_no_multilingual_model_is_a_clear_error(
     monkeypatch.setattr(voice.catalog.multilingual, "whisper_base_dir", lambda: None)
     with pytest.raises(ModelNotFoundError, match=r"voice\[multilingual\]'`, or pull one"):
         resolve_asr_model("multilingual")
+
+
+def test_the_python_api_spreads_the_language(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Assistant(language=...)`` and a persona's ``language`` reach Whisper, the
+    turn-taking, the prompt and the voice, as the command line's ``--language`` does."""
+    from test_conversation_core import FakeAsr, FakeLlm, FakeTts
+
+    from voice.assistant import Assistant
+    from voice.config import Settings
+    from voice.runtime.engines import Engines
+
+    monkeypatch.setenv("VOICE_MODELS_DIR", str(tmp_path))
+    monkeypatch.delenv("VOICE_CATALOG", raising=False)
+    settings = Settings()
+    bot = Assistant(settings, engines=Engines(FakeAsr(), FakeLlm(), FakeTts()), language="de")
+    assert (bot.settings.asr.language, bot.settings.turn.language) == ("de", "de")
+    assert bot.settings.asr.model == "multilingual"
+    assert bot.settings.llm.system_prompt.endswith("Always reply in German.")
+    assert bot.settings.tts.voice == "de_DE-thorsten-medium"
+    assert settings.asr.language == "" and settings.tts.voice == "default"  # not the caller's
+    persona = tmp_path / "li.toml"
+    persona.write_text('name = "Li"\nlanguage = "zh"\n', encoding="utf-8")
+    li = Assistant(Settings(), persona=persona, engines=Engines(FakeAsr(), FakeLlm(), FakeTts()))
+    assert li.settings.turn.language == "zh" and li.settings.tts.voice == "zh_CN-huayan-medium"
+
+
+def test_a_catalogue_model_brings_its_own_sampling() -> None:
+    """Qwen2.5 by name or by the path of its pulled GGUF gets its authors' sampling
+    where the settings leave the defaults; a value set by hand is kept; the SmolLM2
+    family keeps the defaults tuned on it."""
+    from voice.config import Settings, prepared
+
+    settings = Settings()
+    settings.llm.model = "qwen2.5-1.5b-instruct"
+    settings.llm.temperature = 0.3  # set by hand
+    out = prepared(settings)
+    assert (out.llm.top_k, out.llm.top_p, out.llm.repeat_penalty) == (20, 0.8, 1.05)
+    assert (out.llm.min_p, out.llm.frequency_penalty, out.llm.temperature) == (0.0, 0.0, 0.3)
+    by_path = Settings()
+    by_path.llm.model = "/models/Llama-3.2-1B-Instruct-Q4_K_M.gguf"
+    assert prepared(by_path).llm.temperature == 0.6
+    for model in ("default", "smollm2-1.7b-instruct", "/somewhere/else.gguf"):
+        other = Settings()
+        other.llm.model = model
+        assert dataclasses.replace(prepared(other).llm, model="default") == Settings().llm

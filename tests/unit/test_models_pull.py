@@ -203,3 +203,24 @@ def test_the_packaged_catalogue_has_what_users_ask_for() -> None:
         assert catalog[name].licence and catalog[name].revision and catalog[name].files
     voices = {lang for e in catalog.values() if e.role == "tts" for lang in e.languages}
     assert len(voices) >= 10 and "zh" in voices
+
+
+def test_the_weights_are_pinned_by_content() -> None:
+    """Every language model's GGUF and every Whisper's weights but one carry a sha256 in
+    the catalogue (a file whose bytes differ is refused, whatever the hub says), and
+    whisper-base's is the digest of the same weights the multilingual extra ships."""
+    import re
+
+    from voice.catalog import load_catalog
+
+    hexes = re.compile(r"[0-9a-f]{64}")
+    catalog = load_catalog()
+    for entry in catalog.values():
+        weights = next((f for f in entry.files if f.endswith((".gguf", "model.bin"))), None)
+        if weights is None or entry.name == "distil-whisper-small.en":
+            continue
+        assert hexes.fullmatch(entry.sha256.get(weights, "")), entry.name
+        assert entry.revision == "main" or re.fullmatch(r"[0-9a-f]{40}", entry.revision)
+    from voice.catalog.multilingual import MODEL_SHA256
+
+    assert catalog["whisper-base"].sha256["model.bin"] == MODEL_SHA256

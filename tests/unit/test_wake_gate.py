@@ -243,3 +243,17 @@ def test_a_missing_or_bad_model_is_one_clear_error(tmp_path: Any) -> None:
         resolve_wake_model(str(bad))
     model = resolve_wake_model("hey_jarvis", threshold=0.9)
     assert model.phrase == "Hey Jarvis" and model.cutoff == 0.9
+
+
+def test_a_cutoff_wakes_once_per_deaf_second_on_a_probability_trace() -> None:
+    """voice bench wake --modes negatives scores each stream once and counts the wakes
+    of every cutoff from its probability trace, deaf a second after each as live."""
+    from voice.bench.wake_negatives import wakes
+
+    trace = np.zeros(200, np.float32)
+    trace[10:14] = 0.95  # one phrase-like bump: one wake
+    trace[30] = 0.99  # within the deaf second (50 frames) of it: none
+    trace[120:122] = 0.85  # later: a wake at 0.8 but not at 0.9
+    assert wakes(trace, 0.9, 50) == [10]
+    assert wakes(trace, 0.8, 50) == [10, 120]
+    assert wakes(trace, 0.999, 50) == []

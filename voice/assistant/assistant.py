@@ -49,7 +49,7 @@ from voice.app.build import build_session, make_hub, tool_chooser
 from voice.assistant.persona import Persona, load_persona
 from voice.assistant.pool import ModelPool, default_pool
 from voice.audio.format import SAMPLE_RATE
-from voice.config import Settings, check_wake, load_settings
+from voice.config import Settings, check_wake, load_settings, prepared
 from voice.conversation.actions import Action, Play
 from voice.conversation.session import BeforeReply, Output, Session
 from voice.errors import AudioFormatError
@@ -107,6 +107,7 @@ class Assistant:
         wake_word: str | None = None,
         knowledge: str | Path | None = None,
         tools: Sequence[Callable[..., Any] | Tool] = (),
+        language: str | None = None,
     ) -> None:
         """``settings``: defaults, then the TOML file in ``$VOICE_CONFIG`` and the
         ``VOICE_*`` variables, if not given. ``persona``: a :class:`Persona` or the
@@ -117,14 +118,19 @@ class Assistant:
         ``knowledge``: a Markdown file (or folder) of what it knows, answered as
         written (docs/knowledge.md); it replaces the persona's. ``tools``: functions
         the assistant may call (docs/tools.md; more with ``@bot.tool``); a function that
-        cannot be a tool is refused here with a ToolError."""
+        cannot be a tool is refused here with a ToolError. ``language``: ISO 639-1 ("zh",
+        "de"): what it listens for, how it is asked to reply and the voice, over what
+        the settings and persona say (docs/languages.md); a catalogue language model
+        brings its own sampling where the settings leave the defaults."""
         if isinstance(persona, str | Path):
             persona = load_persona(persona)
         self.persona = persona or Persona(name="Assistant")
         base = settings if settings is not None else load_settings()
-        self.settings = self.persona.apply(base) if persona is not None else base
-        if wake_word is not None:
-            self.settings = copy.deepcopy(self.settings)
+        base = self.persona.apply(base) if persona is not None else copy.deepcopy(base)
+        if language is not None:
+            base.conversation.language = language
+        self.settings = prepared(base)  # the persona's language, too, spread to its parts
+        if wake_word is not None:  # self.settings is this assistant's own copy
             self.settings.wake.wake_word = wake_word
             check_wake(self.settings.wake)  # a bad model: one clear error, now
         if knowledge is not None:

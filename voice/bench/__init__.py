@@ -29,6 +29,10 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
         from voice.bench.mandarin import bench_mandarin
 
         report = bench_mandarin(settings, args.corpus)
+    elif args.what == "languages":  # which language Whisper hears, open or from a list
+        from voice.bench.languages import bench_languages
+
+        report = bench_languages(settings, args.corpus)
     elif args.what == "fuzz":  # not a timing: libFuzzer on the protocol decoder (--limit: runs)
         from voice.bench.fuzz import fuzz_protocol
 
@@ -110,10 +114,18 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     elif args.what == "wake":
         from voice.bench.wake import bench_wake, format_table
 
-        engine = (_names(args.modes) or ["micro"])[0]  # --modes open: openWakeWord
-        report = bench_wake(settings, corpus=args.corpus, limit=args.limit, engine=engine)
-        if not args.json:
-            print(format_table(report))
+        modes = _names(args.modes) or ["micro"]
+        if "negatives" in modes:  # false wakes per hour at each cutoff, on hours of audio
+            from voice.bench.wake_negatives import bench_negatives, negatives_table
+
+            report = bench_negatives(settings, args.corpus)
+            if not args.json:
+                print(negatives_table(report))
+        else:
+            engine = modes[0]  # --modes open: openWakeWord
+            report = bench_wake(settings, corpus=args.corpus, limit=args.limit, engine=engine)
+            if not args.json:
+                print(format_table(report))
     elif args.what == "tools":  # tool calls chosen on NPC and kiosk utterances
         from voice.bench.tools import bench_tools
         from voice.bench.tools import format_table as tools_table

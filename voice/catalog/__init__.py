@@ -2,10 +2,11 @@
 
 from voice.catalog.entries import (
     Entry,
+    entry_for_model,
     installed_dir,
     load_catalog,
     lookup,
     models_dir,
 )
 
-__all__ = ["Entry", "installed_dir", "load_catalog", "lookup", "models_dir"]
+__all__ = ["Entry", "entry_for_model", "installed_dir", "load_catalog", "lookup", "models_dir"]

