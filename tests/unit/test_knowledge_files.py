@@ -4,6 +4,7 @@ loads in a tenth of a second; no LLM here)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -212,3 +213,33 @@ def test_a_question_back_names_the_heading_and_yes_or_no_decides() -> None:
     assert follow_up(asked, "yes please") == Decision("say", "Twelve pounds.")
     assert follow_up(asked, "no") == Decision("unknown", "Sorry, I don't know that.")
     assert follow_up(asked, "where is the cafe") is None
+
+
+def test_after_a_no_the_next_weaker_match_is_asked_then_the_unknown_reply(
+    index: KnowledgeIndex,
+) -> None:
+    """knowledge.asks = 2: a "no" to the best entry asks about the next one if it is a
+    weaker match on its own; a second "no" gets the unknown reply. asks = 1: at once."""
+    from voice.knowledge.policy import follow_up
+
+    every = KnowledgeConfig(path="x", threshold=0.99, context_threshold=0.0)  # all asked
+    first = Grounding(index, every)("where do I leave my car")
+    assert first.kind == "ask" and first.text == "Do you mean: parking?"
+    second = follow_up(first, "no")
+    assert second is not None and second.kind == "ask" and second.matches[0].entry.heading != (
+        "Parking"
+    )
+    yes = follow_up(second, "yes")
+    assert yes is not None and yes.kind == "say" and yes.text == second.if_yes
+    last = follow_up(second, "nope")
+    assert last is not None and last.kind == "unknown" and last.text == every.unknown_reply
+    once = Grounding(index, dataclasses.replace(every, asks=1))("where do I leave my car")
+    assert (follow_up(once, "no") or once).kind == "unknown"
+    best, runner_up, third = first.matches[:3]
+    own = 2 * runner_up.score - third.score  # the runner-up's confidence, the best aside
+    assert own < best.confidence
+    between = dataclasses.replace(every, context_threshold=(own + best.confidence) / 2)
+    strict = Grounding(index, between)("where do I leave my car")
+    assert strict.kind == "ask" and strict.then is None  # the runner-up is too weak
+    with pytest.raises(ConfigError, match="asks"):
+        KnowledgeConfig(asks=0).validate()

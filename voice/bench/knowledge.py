@@ -51,6 +51,7 @@ from voice.stats import p50_p95
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "knowledge"
 DEFAULT_KNOWLEDGE = EXAMPLES / "museum.md"
 POLICIES = ("prompt", "generate", "auto", "verbatim")
+MAX_ASKS = 3  # questions back the visitor answers, one turn (knowledge.asks is 2)
 PERSONA = "You are Ada, the information guide of a small science museum. Be warm and helpful."
 _NUMBER_WORDS = (
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -140,12 +141,18 @@ def _visit(
     their truthful "yes" (the entry it names holds what they asked) or "no"."""
     answer, asked = _answer(session, lane, question.q)
     row: dict[str, Any] = {"q": question.q, "in_scope": question.in_scope}
-    if asked:
+    exchanges: list[str] = []
+    replies: list[str] = []
+    while asked and len(exchanges) < MAX_ASKS:  # asked again after a "no" (knowledge.asks)
         entry = entries.get(asked)
         meant = question.in_scope and entry is not None and carries(entry.answer, question.expect)
         reply = "yes" if meant else "no"
-        row["asked"] = f"{answer} -> {reply}"
-        answer, _ = _answer(session, lane, reply, new_visitor=False)
+        exchanges.append(f"{answer} -> {reply}")
+        replies.append(reply)
+        answer, asked = _answer(session, lane, reply, new_visitor=False)
+    if exchanges:
+        row["asked"] = " / ".join(exchanges)
+        row["replies"] = replies
     row["answer"] = answer
     row["right"] = question.in_scope and carries(answer, question.expect)
     return row
@@ -302,9 +309,9 @@ def bench_knowledge(
             run.conversation.idle_prefill = True  # as a conversation runs
             typed = {r["q"]: r for r in policy_reports.get(name, {}).get("answers", [])}
             follow_ups = {
-                i: typed[q.q]["asked"].rsplit(" -> ", 1)[1]
+                i: typed[q.q]["replies"]
                 for i, q in enumerate(chosen_qs)
-                if "asked" in typed.get(q.q, {})
+                if "replies" in typed.get(q.q, {})
             }  # the typed pass asked these back: the visitor answers
             report["spoken"][name] = spoken_run(
                 run, engines, chosen_qs, run.knowledge.unknown_reply, follow_ups

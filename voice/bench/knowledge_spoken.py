@@ -26,19 +26,18 @@ def spoken_run(
     engines: Engines,
     questions: list[Any],
     unknown: str,
-    follow_ups: dict[int, str] | None = None,
+    follow_ups: dict[int, list[str]] | None = None,
 ) -> dict[str, Any]:
-    """``follow_ups``: the visitor's "yes" or "no" after question i, where the typed
-    pass asked it back (said after the reply to it, as that visitor would)."""
+    """``follow_ups``: the visitor's "yes" or "no" to each question back after question
+    i, where the typed pass asked it back (each said after the reply before it, as that
+    visitor would)."""
     from voice.bench.knowledge import carries
 
     follow_ups = follow_ups or {}
     turns: list[ScriptTurn] = []
     owner: list[int] = []  # the question each turn belongs to
     for i, question in enumerate(questions):
-        for text in (question.q, follow_ups.get(i, "")):
-            if not text:
-                continue
+        for text in (question.q, *follow_ups.get(i, [])):
             audio = np.concatenate(list(engines.tts.synthesize(text))).astype(np.float32)
             first = not turns
             turns.append(

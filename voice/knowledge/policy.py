@@ -68,6 +68,10 @@ class KnowledgeConfig:
     # question back never says a wrong fact (docs/knowledge.md).
     clarify: bool = True
     ask_text: str = ASK_TEXT  # the question back, in the persona's language
+    # Entries asked back one after another: after a "no", the next best is asked too
+    # when it is itself a weaker match (its score plus its lead over the one after it
+    # reaches context_threshold). 1: the best only, then the unknown reply.
+    asks: int = 2
     small_talk_threshold: float = 0.6  # this close to a small-talk line is small talk
     context_entries: int = 2  # entries put in the model's prompt (generate, auto)
     cache_dir: str = ""  # where entry embeddings are kept; "" = ~/.cache/voice/knowledge
@@ -82,6 +86,11 @@ class KnowledgeConfig:
                 f"knowledge.ask_text {self.ask_text!r} does not name the entry as {{heading}}.",
                 "Put {heading} where the entry goes, and no other braces: "
                 '"Do you mean: {heading}?"',
+            )
+        if self.asks < 1:
+            raise ConfigError(
+                f"knowledge.asks must be at least 1, not {self.asks}.",
+                "1 asks back about the best entry only; 2 also the next after a no.",
             )
         if self.answer not in POLICIES:
             raise ConfigError(
@@ -110,6 +119,7 @@ class Decision:
     small_talk: float = 0.0
     if_yes: str = ""
     if_no: str = ""
+    then: Decision | None = None
 
     @property
     def spoken_as_written(self) -> bool:
@@ -146,7 +156,7 @@ def follow_up(asked: Decision, text: str) -> Decision | None:
     if reply == "yes":
         return Decision("say", asked.if_yes, asked.matches)
     if reply == "no":
-        return Decision("unknown", asked.if_no, asked.matches)
+        return asked.then or Decision("unknown", asked.if_no, asked.matches)
     return None
 
 
@@ -188,7 +198,8 @@ class Grounding:
         if not text.strip():
             return Decision("chat")
         vector = self.index.embedder.embed([text])[0]
-        matches = tuple(self.index.search(text, k=max(config.context_entries, 1), vector=vector))
+        k = max(config.context_entries, config.asks + 1 if config.clarify else 1)
+        matches = tuple(self.index.search(text, k=k, vector=vector))
         small_talk = float(np.max(self._small_talk @ vector))
         best = matches[0] if matches else None
         if best is not None and best.confidence >= config.threshold:
@@ -202,12 +213,30 @@ class Grounding:
         weak = best is not None and best.confidence >= config.context_threshold
         if config.answer == "auto" and weak:
             return Decision("context", self._context(matches), matches, small_talk)
-        if config.answer == "verbatim" and config.clarify and weak and best is not None:
-            question = clarifying_question(best.entry.heading, config.ask_text)
-            return Decision(
-                "ask", question, matches, small_talk, best.entry.answer, config.unknown_reply
-            )
+        if config.answer == "verbatim" and config.clarify and weak:
+            return self._asked_back(matches, small_talk)
         return Decision("unknown", config.unknown_reply, matches, small_talk)
+
+    def _asked_back(self, matches: tuple[Match, ...], small_talk: float) -> Decision:
+        """The question back about the best entry, and after each "no" the next one's
+        while it is a weaker match on its own (``asks`` in all)."""
+        config = self.config
+        chain = [matches[0]]
+        for rank in range(1, min(config.asks, len(matches))):
+            here = matches[rank]
+            after = matches[rank + 1].score if rank + 1 < len(matches) else 0.0
+            if 2 * here.score - after < config.context_threshold:
+                break
+            chain.append(here)
+        decision: Decision | None = None
+        for match in reversed(chain):
+            question = clarifying_question(match.entry.heading, config.ask_text)
+            decision = Decision(
+                "ask", question, (match, *(m for m in matches if m is not match)), small_talk,
+                match.entry.answer, config.unknown_reply, decision,
+            )  # fmt: skip
+        assert decision is not None
+        return decision
 
     def _context(self, matches: tuple[Match, ...]) -> str:
         floor = self.config.context_threshold
