@@ -226,8 +226,10 @@ def test_after_a_no_the_next_weaker_match_is_asked_then_the_unknown_reply(
     first = Grounding(index, every)("where do I leave my car")
     assert first.kind == "ask" and first.text == "Do you mean: parking?"
     second = follow_up(first, "no")
-    assert second is not None and second.kind == "ask" and second.matches[0].entry.heading != (
-        "Parking"
+    assert (
+        second is not None
+        and second.kind == "ask"
+        and second.matches[0].entry.heading != ("Parking")
     )
     yes = follow_up(second, "yes")
     assert yes is not None and yes.kind == "say" and yes.text == second.if_yes

@@ -243,6 +243,8 @@ def test_a_missing_or_bad_model_is_one_clear_error(tmp_path: Any) -> None:
         resolve_wake_model(str(bad))
     model = resolve_wake_model("hey_jarvis", threshold=0.9)
     assert model.phrase == "Hey Jarvis" and model.cutoff == 0.9
+    assert resolve_wake_model("hey_jarvis").cutoff == 0.7  # measured here (docs/wake.md)
+    assert resolve_wake_model("okay_nabu").cutoff == 0.85  # its own: not measured
 
 
 def test_a_cutoff_wakes_once_per_deaf_second_on_a_probability_trace() -> None:
