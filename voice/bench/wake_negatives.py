@@ -120,12 +120,10 @@ def negative_streams(
 
 def false_wakes(load: Any, word: str, corpus: Path, synthetic: bool = True) -> dict[str, Any]:
     """False wakes per hour of each part at each cutoff in ``THRESHOLDS``."""
-    from voice.listen.wake import REFRACTORY_MS
+    from voice.listen.wake import REFRACTORY_MS, resolve_wake_model
 
     deaf = REFRACTORY_MS // (FRAME_SAMPLES * 1000 // SAMPLE_RATE)
-    probe = load(word, 0.0)
-    phrase = probe.phrase
-    probe.close()
+    phrase = resolve_wake_model(word).phrase
     parts: dict[str, dict[str, Any]] = {}
     for part, name, audio in negative_streams(corpus, phrase, synthetic):
         detector = load(word, 0.9999)  # never fires, never resets: the raw trace

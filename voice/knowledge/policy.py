@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from voice.embed.recent import RecentByText
 from voice.errors import ConfigError
 from voice.knowledge.parse import read_knowledge
 from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match
@@ -178,20 +178,10 @@ class Grounding:
         self._small_talk = index.embedder.embed(list(SMALL_TALK))
         # The last few decisions by text: a speculative reply and the reply it becomes
         # (or another session asked the same) cost one lookup, not two.
-        self._recent: OrderedDict[str, Decision] = OrderedDict()
-        self._recent_lock = threading.Lock()
+        self._recent: RecentByText[Decision] = RecentByText(RECENT)
 
     def __call__(self, text: str) -> Decision:
-        with self._recent_lock:
-            if text in self._recent:
-                self._recent.move_to_end(text)
-                return self._recent[text]
-        decision = self.decide(text)
-        with self._recent_lock:
-            self._recent[text] = decision
-            while len(self._recent) > RECENT:
-                self._recent.popitem(last=False)
-        return decision
+        return self._recent.get(text, self.decide)
 
     def decide(self, text: str) -> Decision:
         config = self.config

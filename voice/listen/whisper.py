@@ -316,15 +316,17 @@ class WhisperEngine:
             ) from None
         self._simplify = simplified_chinese if self.language == "zh" else None
         self._suppress = list(get_suppressed_tokens(self.tokenizer, [-1]))
-        self.choices = self._language_choices(Tokenizer)
+        self.choices = self._language_choices()
         self.detected = self.language  # the language of the last pass
 
         # The mel features of silence that pad every window: computed once, not per pass.
         silence = self.model.feature_extractor(np.zeros(HOP * 4, dtype=np.float32))
         self._silence = np.asarray(silence[:, :1], dtype=np.float32)
 
-    def _language_choices(self, tokenizer_class: Any) -> dict[str, Any]:
+    def _language_choices(self) -> dict[str, Any]:
         """Each language a pass may choose, with its tokenizer (its prompt names it)."""
+        from faster_whisper.tokenizer import Tokenizer
+
         codes = [c.strip().lower() for c in self.config.languages.split(",") if c.strip()]
         if len(codes) < 2:
             return {}
@@ -339,7 +341,7 @@ class WhisperEngine:
         choices = {}
         for code in codes:
             try:
-                choices[code] = tokenizer_class(
+                choices[code] = Tokenizer(
                     self.model.hf_tokenizer, True, task="transcribe", language=code
                 )
             except ValueError:  # faster-whisper's word for a code Whisper does not know

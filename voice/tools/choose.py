@@ -26,7 +26,6 @@ import re
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,6 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from voice.embed.recent import RecentByText
 from voice.think.backend import CallRequest, FillsCalls, Message
 from voice.tools.grammar import call_grammar, parse_call
 from voice.tools.intent import not_asking
@@ -291,8 +291,7 @@ class Chooser:
         self._values: dict[tuple[str, str], dict[str, FloatArray]] = {
             (tool, param): {v: next(vectors) for v in values} for tool, param, values in sets
         }
-        self._recent: OrderedDict[str, tuple[str, Shortlist, FloatArray | None]] = OrderedDict()
-        self._recent_lock = threading.Lock()
+        self._recent: RecentByText[tuple[str, Shortlist, FloatArray | None]] = RecentByText(RECENT)
 
     def shortlist(self, text: str, vector: FloatArray | None = None) -> Shortlist:
         if not self.tools or self._vectors is None or not text.strip():
@@ -327,16 +326,7 @@ class Chooser:
         """``focus``, with the chosen sentence's embedding; the last few by text (the
         session asks when a reply starts, the engine's ToolChoice job again, and a
         speculative reply and the reply it becomes share the words)."""
-        with self._recent_lock:
-            if text in self._recent:
-                self._recent.move_to_end(text)
-                return self._recent[text]
-        found = self._focus_now(text)
-        with self._recent_lock:
-            self._recent[text] = found
-            while len(self._recent) > RECENT:
-                self._recent.popitem(last=False)
-        return found
+        return self._recent.get(text, self._focus_now)
 
     def _focus_now(self, text: str) -> tuple[str, Shortlist, FloatArray | None]:
         if not self.tools or self._vectors is None or not text.strip():
