@@ -31,6 +31,10 @@ from voice.transports.playback import PlaybackQueue
 
 Float32Array = npt.NDArray[np.float32]
 REPORT_EVERY_S = 0.1
+# A client this far behind its microphone clock (its process was starved of CPU)
+# lets the clock slip instead of sending the backlog in one clump: a clump over the
+# server's burst allowance (a second) is dropped as audio faster than real time.
+MAX_CATCH_UP_S = 0.3
 
 
 @dataclass
@@ -169,7 +173,7 @@ class VoiceClient:
             if now - last_report >= REPORT_EVERY_S:
                 last_report = now
                 await self._report()
-            next_t += period
+            next_t = max(next_t + period, time.monotonic() - MAX_CATCH_UP_S)
             await asyncio.sleep(max(0.0, next_t - time.monotonic()))
 
     def _play_frame(self, n: int, now: float) -> Float32Array:
