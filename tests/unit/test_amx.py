@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.think import amx
+import voice.llamacpp as amx
 
 SAPPHIRE_RAPIDS = "processor\t: 0\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_tile amx_int8\n"
 ZEN4 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"

@@ -36,7 +36,7 @@ class LlamaServerProcess:
         self.log = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
         with self.log.open("w") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "voice.think.amx",  # llama_cpp.server, kept off AMX
+                [sys.executable, "-m", "voice.llamacpp",  # llama_cpp.server, kept off AMX
                  "--model", str(resolve_llm_model("default")), "--host", "127.0.0.1",
                  "--port", str(self.port), "--n_threads", str(threads),
                  "--n_threads_batch", str(threads), "--n_ctx", str(context_tokens)],

@@ -187,7 +187,7 @@ USER = "What should I cook for dinner tonight if I have rice, eggs and some spin
 def measure(path: Path, threads: int, decode_tokens: int = 48) -> dict[str, Any]:
     from llama_cpp import Llama
 
-    from voice.think.amx import avoid_amx
+    from voice.llamacpp import avoid_amx
 
     avoid_amx()  # as the backend does: llama.cpp's AMX kernels crash on this machine
     llm = Llama(

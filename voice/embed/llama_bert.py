@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.llamacpp import avoid_amx
 from voice.models import models_cache_dir
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,7 @@ class LlamaBert:
     def __init__(self, path: Path, threads: int, max_tokens: int) -> None:
         from llama_cpp import Llama
 
+        avoid_amx()  # llama.cpp's AMX kernels crash on batches of tokens (voice.llamacpp)
         batch = max_tokens + 2  # the longest text a caller passes, with [CLS] and [SEP]
         self._llm = Llama(
             model_path=str(path),

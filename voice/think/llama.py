@@ -22,8 +22,8 @@ from typing import Any, cast
 import numpy as np
 
 from voice.errors import VoiceError
+from voice.llamacpp import avoid_amx
 from voice.models import resolve_llm_model
-from voice.think.amx import avoid_amx
 from voice.think.backend import CallRequest, LlmConfig, Message, TokenSteps
 from voice.think.requantize import converted_model
 
@@ -63,7 +63,7 @@ class LlamaBackend:
                 code="missing_dependency",
             ) from exc
         self.config = config
-        avoid_amx()  # its kernels crash llama.cpp on some machines (see voice.think.amx)
+        avoid_amx()  # its kernels crash llama.cpp on some machines (see voice.llamacpp)
         path = converted_model(resolve_llm_model(config.model), config.convert_to)
         try:
             self.llm = Llama(

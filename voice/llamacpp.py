@@ -1,4 +1,6 @@
-"""Keep llama.cpp off Intel AMX, where its AMX kernels crash the process.
+"""llama.cpp's process-wide set-up, for every engine that runs on it (the language
+model in voice.think, the sentence encoder in voice.embed): keep it off Intel AMX,
+where its AMX kernels crash the process.
 
 On the development machine (a VM on a CPU that reports ``amx_tile`` and
 ``amx_int8``), llama-cpp-python 0.3.36 built from source with its defaults
@@ -72,7 +74,7 @@ def avoid_amx() -> bool:
 
 
 def main() -> None:
-    """``python -m voice.think.amx ARGS``: llama-cpp-python's OpenAI-compatible server
+    """``python -m voice.llamacpp ARGS``: llama-cpp-python's OpenAI-compatible server
     (``python -m llama_cpp.server ARGS``), kept off AMX like the embedded backend."""
     avoid_amx()
     sys.argv[0] = "llama_cpp.server"
