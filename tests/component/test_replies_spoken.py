@@ -37,12 +37,15 @@ def engines() -> Engines:
     return load_engines(settings)
 
 
-def spoken(engines: Engines, jitter: int) -> list[tuple[str, str, float]]:
-    """The six turns, each after a pause of 1-3 s and 0-480 ms of silence drawn from
-    ``jitter``; per reply: what it answered, what was heard, its seconds of audio."""
+def spoken(
+    engines: Engines, jitter: int, count: int = len(SENTENCES)
+) -> list[tuple[str, str, float]]:
+    """The first ``count`` turns, each after a pause of 1-3 s and 0-480 ms of silence
+    drawn from ``jitter``; per reply: what it answered, what was heard, its seconds of
+    audio."""
     rng = random.Random(jitter)
     turns = []
-    for index, name in enumerate(SENTENCES):
+    for index, name in enumerate(SENTENCES[:count]):
         lead = np.zeros(int(rng.uniform(0, 0.48) * 16000), np.float32)
         audio = np.concatenate([lead, clip(name, lead_s=0.0)])
         if index == 0:
@@ -76,7 +79,8 @@ def test_spoken_replies_never_repeat_run_long_and_come_out_the_same_twice(
     assert find_repeats([(u, r) for u, r, _ in first], skip=fallback) == []
     assert all(0 < seconds <= 8.0 for _, _, seconds in first), first
     assert sum(r == fallback for _, r, _ in first) <= 1, first
-    # Another run of the same script: the compute each job took differs, the cost the
-    # clock charges for it and the words do not.
-    again = spoken(engines, jitter=1)
-    assert [r for _, r, _ in again] == [r for _, r, _ in first]
+    # Another run of the same script (its first half: what a turn answers depends on
+    # nothing after it): the compute each job took differs, the cost the clock charges
+    # for it and the words do not.
+    again = spoken(engines, jitter=1, count=3)
+    assert [r for _, r, _ in again] == [r for _, r, _ in first[:3]]
