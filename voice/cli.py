@@ -409,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
             "wake",
             "knowledge",
             "tools",
+            "endings",
         ],
         help="which benchmark",
     )
@@ -461,7 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--modes",
         help="turns: comma-separated modes, e.g. default,patient,model,fixed (default: default); "
-        "wake: micro (microWakeWord, default) or open (openWakeWord, for comparison)",
+        "conversation: which of its modes to run, e.g. default,no_speculation,filler (default: "
+        "all); wake: micro (microWakeWord, default) or open (openWakeWord, for comparison)",
     )
     p.add_argument(
         "--configs",

@@ -6,8 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
-from voice.bench.conversation import _measure, _recognition_under_load, new_counts
+from voice.bench.conversation import (
+    _measure,
+    _recognition_under_load,
+    bench_conversation,
+    new_counts,
+)
+from voice.config import Settings
+from voice.errors import ConfigError
 from voice.transports.simulate import ScriptTurn
 
 RATE = 16000
@@ -96,3 +104,9 @@ def test_first_words_over_a_reply_count_speech_not_the_noise_scripts_inventions(
     events = over_a_reply("barge_in-stop", 300) + over_a_reply("noise-jazz", 3800)
     assert _recognition_under_load(events)["first_words_over_a_reply_ms"]["n"] == 1
     assert _recognition_under_load(events)["first_words_over_a_reply_ms"]["p50"] == 300
+
+
+def test_an_unknown_mode_is_named_before_anything_loads() -> None:
+    with pytest.raises(ConfigError, match="no conversation bench mode fast") as caught:
+        bench_conversation([], Settings(), modes=["default", "fast"])
+    assert "no_speculation" in caught.value.hint

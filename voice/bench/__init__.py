@@ -1,5 +1,6 @@
 """Benchmarks: ``voice bench NAME``, NAME one of asr, vad, reply, replies, conversation,
-turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz, traces, wake.
+turns, pauses, prosody, eot, serve, scale, desk, disconnect, soak, hostile, fuzz, traces, wake,
+endings.
 Timing lives here (``fuzz`` is the exception: it counts crashes, not milliseconds).
 
 Every latency is reported as p50 and p95 (never a mean alone), measured in
@@ -126,6 +127,14 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
             report = bench_wake(settings, corpus=args.corpus, limit=args.limit, engine=engine)
             if not args.json:
                 print(format_table(report))
+    elif args.what == "endings":  # short turns ending in a short word ("What time is it?")
+        from voice.bench.endings import bench_endings
+        from voice.bench.endings import format_table as endings_table
+
+        report = bench_endings(settings, limit=args.limit)
+        if not args.json:
+            print(endings_table(report))
+            return 0
     elif args.what == "tools":  # tool calls chosen on NPC and kiosk utterances
         from voice.bench.tools import bench_tools
         from voice.bench.tools import format_table as tools_table
@@ -151,7 +160,9 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     elif args.what == "conversation":
         from voice.bench.conversation import bench_conversation
 
-        report = bench_conversation(load_corpus(args.corpus), settings, limit=args.limit)
+        report = bench_conversation(
+            load_corpus(args.corpus), settings, limit=args.limit, modes=_names(args.modes)
+        )
     elif args.what == "replies" and args.runs:
         from voice.bench.replies_spoken import bench_replies_spoken, format_runs
 

@@ -39,6 +39,7 @@ from voice.audio.format import SAMPLE_RATE
 from voice.bench.corpus import Clip, longest_pause_s, speech_end_s, speech_start_s
 from voice.config import Settings
 from voice.conversation.metrics import summarize
+from voice.errors import ConfigError
 from voice.runtime.engines import Engines
 from voice.stats import p50_p95
 from voice.think.backend import Message
@@ -304,15 +305,31 @@ def _naive(
     return out
 
 
+MODES = ("default", "no_speculation", "with_model", "fixed_endpoint", "patient", "filler")
+NAIVE = "naive_sequential"  # whole-window Whisper, then the whole reply, then its speech
+
+
 def bench_conversation(
-    clips: list[Clip], settings: Settings, limit: int | None = None
+    clips: list[Clip],
+    settings: Settings,
+    limit: int | None = None,
+    modes: list[str] | None = None,
 ) -> dict[str, Any]:
+    """Every mode of :data:`MODES` and the naive sequential pipeline, or those named in
+    ``modes`` ("default" always among them: the others are reported against it)."""
+    unknown = sorted(set(modes or ()) - {*MODES, NAIVE})
+    if unknown:
+        raise ConfigError(
+            f"no conversation bench mode {', '.join(unknown)}.",
+            f"Use some of {', '.join((*MODES, NAIVE))}.",
+        )
+    chosen = [m for m in MODES if m == "default" or not modes or m in modes]
     plans = plan_conversations(clips, limit)
     engines = load_engines(_mode_settings(settings, "default"))
     report: dict[str, Any] = {"reply_tokens_cap": BENCH_REPLY_TOKENS, "modes": {}}
     default_v2v: list[float] = []
     fixed_endpoints: list[float | None] = []
-    for mode in ("default", "no_speculation", "with_model", "fixed_endpoint", "patient", "filler"):
+    for mode in chosen:
         mode_settings = _mode_settings(settings, mode)
         planned = plans["turns"] + (plans["overlap"] if mode == "default" else [])
         started = time.perf_counter()
@@ -350,12 +367,14 @@ def bench_conversation(
                 counts["false_barge_ins"], counts["false_barge_in_trials"]
             )
         report["modes"][mode] = entry
-    turn_audio = [t.audio for plan in plans["turns"] for t in plan.script.turns]
-    naive = _naive(turn_audio, fixed_endpoints, _mode_settings(settings, "naive"), engines)
-    report["modes"]["naive_sequential"] = {"voice_to_voice_ms": p50_p95(naive)}
-    ours, theirs = p50_p95(default_v2v)["p50"], p50_p95(naive)["p50"]
-    report["naive_over_default_p50"] = round(theirs / ours, 2) if ours and theirs else None
-    for mode in ("no_speculation", "with_model", "fixed_endpoint", "patient", "filler"):
+    ours = p50_p95(default_v2v)["p50"]
+    if not modes or NAIVE in modes:
+        turn_audio = [t.audio for plan in plans["turns"] for t in plan.script.turns]
+        naive = _naive(turn_audio, fixed_endpoints, _mode_settings(settings, "naive"), engines)
+        report["modes"][NAIVE] = {"voice_to_voice_ms": p50_p95(naive)}
+        theirs = p50_p95(naive)["p50"]
+        report["naive_over_default_p50"] = round(theirs / ours, 2) if ours and theirs else None
+    for mode in chosen[1:]:
         p50 = report["modes"][mode]["voice_to_voice_ms"]["p50"]
         report[f"{mode}_over_default_p50"] = round(p50 / ours, 2) if ours and p50 else None
     return report
