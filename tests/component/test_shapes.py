@@ -1,5 +1,6 @@
 """A synthetic-shape GGUF (random weights, the bundled tokenizer; voice bench shapes)
-loads in the embedded backend and speaks its noise through the real reply pipeline."""
+loads in the embedded backend and speaks its noise, a run of words, through the real
+reply pipeline."""
 
 from __future__ import annotations
 
@@ -20,13 +21,16 @@ def test_a_synthetic_model_speaks_noise(tmp_path: Path, monkeypatch: pytest.Monk
     from voice.think.llama import LlamaBackend
 
     monkeypatch.setenv("VOICE_CACHE_DIR", str(tmp_path))
-    tiny = Shape("llama", 128, 2, 2, 1, 256, 49152, "q8_0")  # SmolLM2's tokenizer
+    tiny = Shape("llama", 256, 2, 2, 1, 256, 49152, "q8_0")  # SmolLM2's tokenizer
     path = write_synthetic("test-tiny", tiny)
-    assert path.stat().st_size > 49152 * 128  # the embeddings at least
+    assert path.stat().st_size > 49152 * 256  # the embeddings at least
     llm = LlamaBackend(LlmConfig(model=str(path), convert_to="", max_reply_tokens=24))
     messages = [Message("system", "You are noise."), Message("user", "Say something.")]
     items = list(speak_reply(llm, PiperTts(TtsConfig()), messages))
     done = items[-1]
     assert isinstance(done, ReplyDone) and not done.cancelled
-    assert done.generated.strip()
+    # Noise made of words, which the chunker cuts as it cuts a reply (pieces of words
+    # and symbols, sampled as often as words, took up to 30 tokens to a first chunk).
+    words = done.generated.split()
+    assert len(words) >= 5 and sum(w.isalpha() and w.islower() for w in words) >= 0.8 * len(words)
     assert any(isinstance(i, SpokenAudio) for i in items)

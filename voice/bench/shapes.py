@@ -5,8 +5,9 @@ model's shape and quantization, not on what its weights say. So this writes GGUF
 random weights in the real shapes (the ``gguf`` package: f16, then quantized by
 llama.cpp as the catalogue's files are), with the bundled SmolLM2's tokenizer (padded
 with never-produced tokens to Qwen2.5's 151,936 for the Qwen shapes: the output layer's
-size is the vocabulary's). Their text is noise; every token costs what the real
-model's does. Measured on ``conversation.lane_threads`` (2: a conversation's LLM gets
+size is the vocabulary's). Their text is noise, a run of random words (so that
+sentence chunking cuts it as it cuts a reply); every token costs what the real model's
+does. Measured on ``conversation.lane_threads`` (2: a conversation's LLM gets
 the lane's threads for decoding and pre-fill), one shape at a time:
 
 * ``prefill_tok_s``: the system prompt and a user turn, cold (no KV reused);
@@ -18,6 +19,7 @@ the lane's threads for decoding and pre-fill), one shape at a time:
 from __future__ import annotations
 
 import ctypes
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +53,8 @@ SHAPES = {
     "qwen2.5-1.5b": Shape("qwen2", 1536, 28, 12, 2, 8960, 151936, "q4_k_m"),
 }
 _FTYPES = {"q4_k_m": 15, "q8_0": 7}  # llama.cpp's LLAMA_FTYPE_MOSTLY_*
+# A whole lower-case word after a space, in the byte-level vocabulary ("Ġ" is the space).
+_WORD = re.compile("\u0120[a-z]{2,9}")
 
 
 def _tokenizer() -> dict[str, Any]:
@@ -75,7 +79,7 @@ def write_synthetic(name: str, shape: Shape | None = None) -> Path:
     import gguf
 
     shape = shape or SHAPES[name]
-    out = models_cache_dir() / f"synthetic-{name}.{shape.quant}.gguf"
+    out = models_cache_dir() / f"synthetic-{name}-words.{shape.quant}.gguf"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +125,15 @@ def write_synthetic(name: str, shape: Shape | None = None) -> Path:
 
     ones = np.ones
     kv = shape.kv_heads * (shape.hidden // shape.heads)
-    writer.add_tensor("token_embd.weight", weights(shape.vocab, shape.hidden))
+    # The embeddings are also the output layer (tied): rows of word tokens drawn larger
+    # make the noise a run of words, which the sentence chunker cuts as it cuts a real
+    # reply (its first chunk after three or four words). Rows of every other token
+    # (pieces of words, symbols, the end of text, the padding) drawn small are never
+    # sampled; uniformly random rows chose them, and a first chunk of word pieces took
+    # up to 30 tokens to reach a place to cut. A token costs the same either way.
+    scale = np.array([8.0 if _WORD.fullmatch(t) else 0.25 for t in tokens], np.float16)
+    embeddings = weights(shape.vocab, shape.hidden) * scale[:, None]
+    writer.add_tensor("token_embd.weight", embeddings)
     writer.add_tensor("output_norm.weight", ones(shape.hidden, np.float32))
     for i in range(shape.layers):
         b = f"blk.{i}"
