@@ -145,6 +145,3 @@ class LlamaBert:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         unit: FloatArray = vectors / np.maximum(norms, 1e-12)
         return unit
-
-    def close(self) -> None:
-        self._llm.close()
