@@ -9,6 +9,7 @@ human-readable catalog.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -36,6 +37,15 @@ def models_cache_dir() -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "voice"
     )
     return Path(base) / "models"
+
+
+def derived_model_path(source: Path, stem: str, suffix: str) -> Path:
+    """Where the model made from the file ``source`` is kept: ``stem.KEY.suffix`` in
+    :func:`models_cache_dir`, KEY from the source's path, size and time, so that an
+    edited or replaced source gets a new one."""
+    stat = source.stat()
+    key = hashlib.sha1(f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return models_cache_dir() / f"{stem}.{key.hexdigest()[:12]}.{suffix}"
 
 
 def _package_dir(package: str) -> Path | None:

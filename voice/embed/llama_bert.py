@@ -18,7 +18,6 @@ a text into the same pieces.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -31,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.llamacpp import avoid_amx
-from voice.models import models_cache_dir
+from voice.models import derived_model_path
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +48,8 @@ def gguf_of(folder: Path, weights: dict[str, npt.NDArray[Any]]) -> Path:
     """The Q8_0 GGUF of the BERT in ``folder`` (its ``weights`` read from
     model.safetensors), written once into the models cache; raises OSError (or
     ImportError without the `gguf` package) when it cannot be made."""
-    source = folder / "model.safetensors"
-    stat = source.stat()
-    key = hashlib.sha1(f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    name = f"{folder.parent.name}-{folder.name}.{key.hexdigest()[:12]}.q8_0.gguf"
-    out = models_cache_dir() / name
+    stem = f"{folder.parent.name}-{folder.name}"
+    out = derived_model_path(folder / "model.safetensors", stem, "q8_0.gguf")
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

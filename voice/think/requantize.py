@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from voice.models import models_cache_dir
+from voice.models import derived_model_path
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +36,7 @@ def converted_model(source: Path, target: str = "q8_0") -> Path:
         import llama_cpp
     except ImportError:
         return source
-    stat = source.stat()
-    key = hashlib.sha1(f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    out = models_cache_dir() / f"{source.stem}.{key.hexdigest()[:12]}.{target}.gguf"
+    out = derived_model_path(source, source.stem, f"{target}.gguf")
     if out.is_file():
         return out
     ftype = {"q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}.get(target)
