@@ -19,6 +19,7 @@ the lane's threads for decoding and pre-fill), one shape at a time:
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -83,7 +84,7 @@ def write_synthetic(name: str, shape: Shape | None = None) -> Path:
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    f16 = out.with_suffix(".f16.tmp")
+    f16 = out.with_suffix(f".{os.getpid()}.f16.tmp")  # two runs at once never share it
     tok = _tokenizer()
     tokens, types = tok["tokens"], tok["types"]
     pad = shape.vocab - len(tokens)
@@ -168,7 +169,7 @@ def _quantize(source: Path, out: Path, quant: str) -> None:
     params.ftype = _FTYPES[quant]
     params.nthread = 2
     params.allow_requantize = True
-    partial = out.with_suffix(".partial")
+    partial = out.with_suffix(f".{os.getpid()}.partial")
     try:
         status = llama_cpp.llama_model_quantize(
             str(source).encode(), str(partial).encode(), ctypes.byref(params)
