@@ -245,3 +245,24 @@ def test_after_a_no_the_next_weaker_match_is_asked_then_the_unknown_reply(
     assert strict.kind == "ask" and strict.then is None  # the runner-up is too weak
     with pytest.raises(ConfigError, match="asks"):
         KnowledgeConfig(asks=0).validate()
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "knowledge"
+
+
+@pytest.mark.parametrize(
+    "questions", sorted(EXAMPLES.glob("*.questions.jsonl")), ids=lambda p: p.name
+)
+def test_every_example_question_can_be_answered_from_its_file(questions: Path) -> None:
+    """The bench's sets are data: each in-scope question's expected fact is in one of
+    its file's answers (else the bench scores a miss no retrieval could avoid), and
+    each set asks both kinds of question."""
+    from voice.bench.knowledge import carries, load_questions
+
+    entries = read_knowledge(questions.with_name(questions.name.replace(".questions.jsonl", ".md")))
+    rows = load_questions(questions)
+    unanswerable = [
+        q.q for q in rows if q.in_scope and not any(carries(e.answer, q.expect) for e in entries)
+    ]
+    assert unanswerable == []
+    assert any(q.in_scope for q in rows) and any(not q.in_scope for q in rows)
