@@ -14,6 +14,7 @@ from voice.assistant.persona import load_persona
 from voice.config import load_settings
 from voice.embed import Embedder
 from voice.errors import ConfigError
+from voice.knowledge.fact_kinds import missing_kind
 from voice.knowledge.parse import KnowledgeError, parse_knowledge, read_knowledge
 from voice.knowledge.policy import Grounding, KnowledgeConfig
 from voice.knowledge.retrieve import KnowledgeIndex, stem, terms
@@ -180,6 +181,46 @@ def test_the_policy_says_entries_declines_the_rest_and_leaves_small_talk(
     generate = Grounding(index, KnowledgeConfig(path="x", answer="generate"))
     context = generate("where can I park my car")
     assert context.kind == "context" and "Mill Street" in context.text
+
+
+def test_an_entry_without_the_price_or_time_asked_for_is_asked_back(
+    index: KnowledgeIndex,
+) -> None:
+    """Near misses: the entry for the thing wins with confidence, but it does not say
+    what the visitor asked about it, so it is asked back rather than said."""
+    plain = Grounding(index, KnowledgeConfig(path="x", fact_kinds=False))
+    checked = Grounding(index, KnowledgeConfig(path="x"))
+    for near_miss in (
+        "how much does it cost to see the dinosaur hall",
+        "what time does the cafe close",
+        "when does the cafe open",
+    ):
+        assert plain(near_miss).kind == "say", near_miss  # confident without the check
+        asked = checked(near_miss)
+        assert asked.kind == "ask" and asked.if_yes == plain(near_miss).text, near_miss
+    for answered in ("how much is the car park", "when do you close on sundays"):
+        assert checked(answered).kind == "say", answered
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "missing"),
+    [
+        ("how much is a ticket?", "Adults pay twelve pounds.", ""),
+        ("how much is a ticket?", "Children under three go free.", ""),
+        ("how much is breakfast?", "Breakfast is included in every rate.", ""),
+        ("how much is parking?", "The car park has four hundred spaces.", "price"),
+        ("how much time does the tour take?", "The tour takes an hour.", ""),
+        ("when does the show start?", "Shows start at half past two.", ""),
+        ("when do you open?", "We are open from nine to five.", ""),
+        ("what time is the feeding?", "Feeding is at 14:30 daily.", ""),
+        ("when are the pandas fed?", "The pandas live in the bamboo wood.", "time"),
+        ("what time is it?", "The clock is by the lifts.", "time"),
+        ("where is the cafe?", "It is on the ground floor.", ""),
+        ("wann öffnet ihr?", "Das Museum ist im Park.", ""),
+    ],
+)
+def test_the_kind_of_fact_a_question_asks_for(question: str, answer: str, missing: str) -> None:
+    assert missing_kind(question, answer) == missing
 
 
 def test_a_reply_to_a_question_back_is_read_by_its_first_word() -> None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from voice.embed.recent import RecentByText
 from voice.errors import ConfigError
+from voice.knowledge.fact_kinds import missing_kind
 from voice.knowledge.parse import read_knowledge
 from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match
 
@@ -72,6 +73,9 @@ class KnowledgeConfig:
     # when it is itself a weaker match (its score plus its lead over the one after it
     # reaches context_threshold). 1: the best only, then the unknown reply.
     asks: int = 2
+    # A confident entry with no price for a "how much" question, or no time for a "when"
+    # question, is treated as a weaker match (voice.knowledge.fact_kinds): asked back.
+    fact_kinds: bool = True
     small_talk_threshold: float = 0.6  # this close to a small-talk line is small talk
     context_entries: int = 2  # entries put in the model's prompt (generate, auto)
     cache_dir: str = ""  # where entry embeddings are kept; "" = ~/.cache/voice/knowledge
@@ -192,7 +196,10 @@ class Grounding:
         matches = tuple(self.index.search(text, k=k, vector=vector))
         small_talk = float(np.max(self._small_talk @ vector))
         best = matches[0] if matches else None
-        if best is not None and best.confidence >= config.threshold:
+        confident = best is not None and best.confidence >= config.threshold
+        if confident and config.fact_kinds and best is not None:
+            confident = not missing_kind(text, best.entry.answer)  # asked back instead
+        if confident and best is not None:
             if config.answer == "generate":
                 return Decision("context", self._context(matches), matches, small_talk)
             return Decision("say", best.entry.answer, matches, small_talk)
