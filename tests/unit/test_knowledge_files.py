@@ -215,6 +215,8 @@ def test_an_entry_without_the_price_or_time_asked_for_is_asked_back(
         ("what time is the feeding?", "Feeding is at 14:30 daily.", ""),
         ("when are the pandas fed?", "The pandas live in the bamboo wood.", "time"),
         ("what time is it?", "The clock is by the lifts.", "time"),
+        ("when was the museum founded?", "The museum opened in 1898.", ""),
+        ("when was it built?", "It was built in eighteen ninety-eight.", ""),
         ("where is the cafe?", "It is on the ground floor.", ""),
         ("wann öffnet ihr?", "Das Museum ist im Park.", ""),
     ],

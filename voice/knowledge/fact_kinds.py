@@ -40,7 +40,12 @@ _TIME = re.compile(
     r"\d{1,2}[:.]\d{2}|in the (morning|afternoon|evening)|at night|daily|every day|"
     r"all day|twenty-four hours|24 hours|"
     r"(mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|minutes|hours|"
-    rf"(until|till|from|at|by|before|after) {_CLOCK_NUMBER})\b",
+    rf"(until|till|from|at|by|before|after) {_CLOCK_NUMBER}|"
+    # a date: "in 1898", "in eighteen ninety-eight", "ten years ago" (not "may", "march")
+    r"\d{4}|(eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|"
+    r"twenty)[ -](hundred|oh|ten|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)|"
+    r"years? ago|century|since|january|february|april|june|july|august|september|"
+    r"october|november|december|spring|summer|autumn|winter)\b",
     re.IGNORECASE,
 )
 
