@@ -182,7 +182,11 @@ def _idle_cpu(settings: Any, stream: list[np.ndarray], seconds: float, load: Any
 
 def _requests(settings: Any, voices: Voices, phrase: str) -> dict[str, Any]:
     """Each request through the real session: said after the phrase in one breath with
-    the wake word on, and said alone with it off (the same voice)."""
+    the wake word on, and said alone with it off (the same voice); and the one said
+    alone a second time, for the noise floor: a turn's voice-to-voice moves by a frame
+    or a few between two runs of the same audio (where a recognition pass falls is the
+    compute time's), so a pair's difference is only the wake word's where it stands
+    out of what two runs of one turn differ by."""
     from voice.app.build import build_session, load_engines
     from voice.runtime.engines import Engines
     from voice.transports.simulate import Script, ScriptTurn, simulate
@@ -192,16 +196,21 @@ def _requests(settings: Any, voices: Voices, phrase: str) -> dict[str, Any]:
     engines: Engines = load_engines(base)
     woken = base
     plain = dataclasses.replace(base, wake=dataclasses.replace(settings.wake, wake_word=""))
-    pairs: dict[str, list[tuple[str, str]]] = {"same_breath": [], "alone": []}
-    v2v: dict[str, list[float]] = {"same_breath": [], "alone": []}
-    answered = {"same_breath": 0, "alone": 0}
+    runs = ("same_breath", "alone", "alone_again")
+    pairs: dict[str, list[tuple[str, str]]] = {key: [] for key in runs}
+    v2v: dict[str, list[float]] = {key: [] for key in runs}
+    answered = dict.fromkeys(runs, 0)
     rows = []
     for request in REQUESTS:
         with_phrase = list(voices.say(f"{phrase}, {request}"))
         alone = list(voices.say(request[:1].upper() + request[1:]))
         for one, two in zip(with_phrase, alone, strict=True):
             row: dict[str, Any] = {"voice": one.voice, "request": request}
-            for key, said, config in (("same_breath", one, woken), ("alone", two, plain)):
+            for key, said, config in (
+                ("same_breath", one, woken),
+                ("alone", two, plain),
+                ("alone_again", two, plain),
+            ):
                 session = build_session(config, engines)
                 result = simulate(Script([ScriptTurn(said.audio, key, at_s=0.5)]), session, engines)
                 finals = [e["text"] for e in result.events if e["type"] == "final" and e["text"]]
@@ -219,6 +228,8 @@ def _requests(settings: Any, voices: Voices, phrase: str) -> dict[str, Any]:
     woke = [i for i, (_, heard) in enumerate(pairs["same_breath"]) if heard]
     both = [r for r in rows if r["same_breath_v2v_ms"] is not None and r["alone_v2v_ms"]]
     differences = [r["same_breath_v2v_ms"] - r["alone_v2v_ms"] for r in both]
+    twice = [r for r in both if r["alone_again_v2v_ms"] is not None]
+    floor = [r["alone_again_v2v_ms"] - r["alone_v2v_ms"] for r in twice]
     return {
         # Of the requests whose phrase woke it, and the same requests said alone.
         "wer_pct_when_woken": {key: _wer([p[i] for i in woke]) for key, p in pairs.items()},
@@ -231,11 +242,23 @@ def _requests(settings: Any, voices: Voices, phrase: str) -> dict[str, Any]:
         },
         # Per request and voice, same breath minus alone: the turns' end-of-turn waits
         # (500 ms to 2 s by the words) make the two sets' percentiles bimodal.
-        "voice_to_voice_difference_ms": {
-            **p50_p95(differences),
-            "mean": round(float(np.mean(differences)), 1) if differences else None,
-        },
+        "voice_to_voice_difference_ms": _spread(differences),
+        # The same pairs' request said alone twice: what two runs of one turn differ by.
+        "voice_to_voice_noise_floor_ms": _spread(floor),
         "rows": rows,
+    }
+
+
+def _spread(differences: list[float]) -> dict[str, Any]:
+    """p50 and p95 of pair differences, their mean, and the p95 of their size (a
+    difference either way counts)."""
+    if not differences:
+        return {**p50_p95(differences), "mean": None, "p95_abs": None}
+    sizes = np.abs(np.array(differences))
+    return {
+        **p50_p95(differences),
+        "mean": round(float(np.mean(differences)), 1),
+        "p95_abs": round(float(np.percentile(sizes, 95)), 1),
     }
 
 
@@ -281,6 +304,7 @@ def format_table(report: dict[str, Any]) -> str:
             f"{request['wer_pct']}; answered: {request['answered']}",
             f"voice-to-voice ms: {request['voice_to_voice_ms']}; when woken: "
             f"{request['voice_to_voice_ms_when_woken']}; same breath minus alone: "
-            f"{request['voice_to_voice_difference_ms']}",
+            f"{request['voice_to_voice_difference_ms']}; alone again minus alone (the "
+            f"noise floor): {request['voice_to_voice_noise_floor_ms']}",
         ]
     return "\n".join(lines)
