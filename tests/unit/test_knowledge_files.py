@@ -17,7 +17,7 @@ from voice.errors import ConfigError
 from voice.knowledge.fact_kinds import missing_kind
 from voice.knowledge.parse import KnowledgeError, parse_knowledge, read_knowledge
 from voice.knowledge.policy import Grounding, KnowledgeConfig
-from voice.knowledge.retrieve import KnowledgeIndex, stem, terms
+from voice.knowledge.retrieve import KnowledgeIndex, Weights, stem, terms
 
 FILE = """# Notes for the editor: never read aloud
 
@@ -129,6 +129,26 @@ def test_retrieval_finds_paraphrases_and_a_cache_is_reused(
     again = KnowledgeIndex(index.entries, _NoEmbedder(cached), cache_dir=tmp_path)
     assert again.search("where do I leave my car")[0].entry.heading == "Parking"
     assert np.allclose(again._joint, index._joint, atol=1e-6)
+
+
+def test_a_close_stand_in_for_a_word_counts_for_part_of_it() -> None:
+    """ "cab" is not in the taxi entry, but its vector in the encoder's word-piece table
+    is close to "taxi"'s: the entry gets part of the word's weight; an unrelated word
+    gets none, and with stand-ins off neither does the cab."""
+    embedder = Embedder.default()
+    cab, taxi, dog = embedder.word_vectors(["cab", "taxi", "dog"])
+    assert float(cab @ taxi) > 0.45 and float(cab @ dog) < 0.3
+    entries = parse_knowledge(
+        "## Taxis\nThe taxi rank is outside the main entrance.\n"
+        "## Dogs\nOnly assistance dogs may come in.\n"
+    )
+    index = KnowledgeIndex(entries, embedder)
+    off = KnowledgeIndex(entries, embedder, Weights(similar_word=0.0))
+    taxis, dogs = index.word_scores("could you call me a cab")
+    assert 0.0 < taxis < 1.0 and dogs == 0.0
+    assert list(off.word_scores("could you call me a cab")) == [0.0, 0.0]
+    exact = "is there a taxi rank"  # the word itself: counted once, in full, either way
+    assert index.word_scores(exact)[0] == off.word_scores(exact)[0]
 
 
 def test_an_edited_file_embeds_only_the_texts_that_changed(

@@ -10,7 +10,9 @@ the numbers):
 - **words**: how much of what the user said, weighted by rarity (IDF over the
   entries, stemmed, stop words dropped), the entry contains. A word no entry has
   ("mummies") counts against every entry, which helps tell a question the file does
-  not cover from one it does.
+  not cover from one it does. A word the entry does not have but a close stand-in
+  for ("cab" for "taxi", "kids" for "children": their vectors in the encoder's own
+  word-piece table, no model pass) counts for part of its weight.
 
 The score is their weighted sum; the confidence the thresholds use adds the best
 entry's lead over the next one, because an absolute score depends on how a file is
@@ -47,7 +49,8 @@ _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
 class Embeds(Protocol):
-    """What retrieval needs of a sentence encoder (voice.embed.Embedder is one)."""
+    """What retrieval needs of a sentence encoder (voice.embed.Embedder is one; one
+    with a ``word_vectors(words)`` method also lends the words signal its stand-ins)."""
 
     def embed(self, texts: list[str]) -> FloatArray: ...
 
@@ -61,8 +64,13 @@ def stem(word: str) -> str:
     return word
 
 
+def words_of(text: str) -> list[str]:
+    """The text's words, lower case, stop words dropped (unstemmed)."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
 def terms(text: str) -> list[str]:
-    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+    return [stem(w) for w in words_of(text)]
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -92,6 +100,11 @@ class Weights:
     joint: float = 0.25
     sentence: float = 0.25
     words: float = 0.25
+    # A word the entry lacks counts for an entry word whose static vector is this close
+    # (cosine), for (cosine - this) / (1 - this) of its weight; 0 turns stand-ins off.
+    # Chosen on the four example sets (docs/knowledge.md): 0.3-0.4 gave the same answers,
+    # 0.45 and over fewer.
+    similar_word: float = 0.4
 
 
 class KnowledgeIndex:
@@ -129,6 +142,16 @@ class KnowledgeIndex:
         for i, doc in enumerate(self._docs):
             for t in doc:
                 self._postings.setdefault(t, []).append(i)
+        # Stand-ins: every word of the entries (unstemmed), its vector and its entries.
+        self._word_vectors = getattr(embedder, "word_vectors", None)
+        owners: dict[str, list[int]] = {}
+        for i, e in enumerate(entries):
+            for w in set(words_of(" ".join((*e.phrasings, e.answer)))):
+                owners.setdefault(w, []).append(i)
+        self._vocabulary_owners = list(owners.values())
+        self._vocabulary: FloatArray | None = None
+        if self._word_vectors is not None and owners and self.weights.similar_word > 0:
+            self._vocabulary = self._word_vectors(list(owners))
 
     def _embed_cached(self, texts: list[str], cache_dir: Path | None) -> FloatArray:
         """Embeddings of ``texts``: from the cache folder's store where known."""
@@ -147,7 +170,29 @@ class KnowledgeIndex:
         for t in query:
             for i in self._postings.get(t, ()):
                 scores[i] += self._idf[t]
+        if self._vocabulary is not None:
+            scores += self._stand_in_scores(text)
         return scores / np.float32(total)
+
+    def _stand_in_scores(self, text: str) -> FloatArray:
+        """For each entry, the weight of the text's words it lacks but has a close
+        stand-in for, each counted by how close (the best stand-in in the entry)."""
+        assert self._vocabulary is not None and self._word_vectors is not None
+        scores = np.zeros(len(self.entries), dtype=np.float32)
+        by_term = {stem(w): w for w in words_of(text)}  # one spelling per term
+        if not by_term:
+            return scores
+        floor = self.weights.similar_word
+        closeness = self._word_vectors(list(by_term.values())) @ self._vocabulary.T
+        for (t, _), row in zip(by_term.items(), closeness, strict=True):
+            credit = np.zeros(len(self.entries), dtype=np.float32)
+            for v in np.flatnonzero(row > floor):
+                share = (float(row[v]) - floor) / (1.0 - floor)
+                owners = self._vocabulary_owners[v]
+                credit[owners] = np.maximum(credit[owners], share)
+            credit[self._postings.get(t, [])] = 0.0  # the word itself already counted
+            scores += self._idf.get(t, self._unseen_idf) * credit
+        return scores
 
     def _best_of(self, owners: npt.NDArray[np.int64], cosines: FloatArray) -> FloatArray:
         best = np.full(len(self.entries), -1.0, dtype=np.float32)
