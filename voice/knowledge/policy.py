@@ -196,10 +196,9 @@ class Grounding:
         matches = tuple(self.index.search(text, k=k, vector=vector))
         small_talk = float(np.max(self._small_talk @ vector))
         best = matches[0] if matches else None
-        confident = best is not None and best.confidence >= config.threshold
-        if confident and config.fact_kinds and best is not None:
-            confident = not missing_kind(text, best.entry.answer)  # asked back instead
-        if confident and best is not None:
+        # A confident entry without the kind of fact asked for is asked back (below).
+        held_back = best is not None and config.fact_kinds and missing_kind(text, best.entry.answer)
+        if best is not None and best.confidence >= config.threshold and not held_back:
             if config.answer == "generate":
                 return Decision("context", self._context(matches), matches, small_talk)
             return Decision("say", best.entry.answer, matches, small_talk)
