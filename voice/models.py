@@ -30,13 +30,17 @@ WHISPER_SIZES = {
 }  # fmt: skip
 
 
+def user_cache_dir() -> Path:
+    """Where voice keeps what it makes for itself: ``$XDG_CACHE_HOME/voice``, by default
+    ~/.cache/voice (its ``models`` and ``knowledge`` folders)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "voice"
+
+
 def models_cache_dir() -> Path:
     """Where models made from others are kept (a Q8_0 copy of a GGUF, the sentence
     encoder as a GGUF): ``$VOICE_CACHE_DIR/models``, by default ~/.cache/voice/models."""
-    base = os.environ.get("VOICE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "voice"
-    )
-    return Path(base) / "models"
+    base = os.environ.get("VOICE_CACHE_DIR")
+    return (Path(base) if base else user_cache_dir()) / "models"
 
 
 def derived_model_path(source: Path, stem: str, suffix: str) -> Path:

@@ -48,6 +48,7 @@ def bench_endings(settings: Settings, limit: int | None = None) -> dict[str, Any
     base.llm = dataclasses.replace(settings.llm, max_reply_tokens=4)  # the first sound only
     engines = load_engines(base)
     voices = Voices()
+    longest = settings.turn.incomplete_silence_ms
     rows: list[dict[str, Any]] = []
     for text in TEXTS[: limit or None]:
         waits, v2v = [], []
@@ -61,7 +62,6 @@ def bench_endings(settings: Settings, limit: int | None = None) -> dict[str, Any
                 waits.append(float(metrics[0]["end_silence_ms"]))
                 if metrics[0]["voice_to_voice_ms"] is not None:
                     v2v.append(float(metrics[0]["voice_to_voice_ms"]))
-        longest = settings.turn.incomplete_silence_ms
         rows.append(
             {
                 "text": text,

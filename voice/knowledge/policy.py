@@ -32,6 +32,7 @@ from voice.errors import ConfigError
 from voice.knowledge.fact_kinds import missing_kind
 from voice.knowledge.parse import read_knowledge
 from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match
+from voice.models import user_cache_dir
 
 POLICIES = ("auto", "verbatim", "generate")
 UNKNOWN_REPLY = "Sorry, I don't know that."
@@ -253,10 +254,7 @@ _LOADED_LOCK = threading.Lock()
 
 
 def default_cache_dir() -> Path:
-    import os
-
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "voice" / "knowledge"
+    return user_cache_dir() / "knowledge"
 
 
 def load_index(path: str | Path, embedder: Embeds, cache_dir: str = "") -> KnowledgeIndex:
