@@ -23,7 +23,16 @@ import time
 from dataclasses import dataclass, field
 
 from voice.audio import SAMPLE_RATE
-from voice.conversation.actions import AsrJob, EotJob, Job, LlmClose, LlmStep, PrefillJob, TtsJob
+from voice.conversation.actions import (
+    AsrJob,
+    EotJob,
+    Job,
+    LlmClose,
+    LlmStep,
+    PrefillJob,
+    ToolChoice,
+    TtsJob,
+)
 from voice.conversation.session import Session
 from voice.runtime.engines import EngineLane
 
@@ -60,9 +69,11 @@ class ModelledCost:
     ms a second of audio (tiny.en on a window the length of the audio), a token 15 ms
     (SmolLM2-135M, 68 tokens/s) and 60 ms for the step that opens a reply (its
     prompt's pre-fill), synthesis 0.17 of the audio it makes (Piper's real-time
-    factor), a pre-fill or an end-of-turn probability 60 ms. The real compute time
-    of a job varies from run to run (other programs, caches, the CPU's clock), and
-    where a recognition pass falls changes the words Whisper writes; these do not."""
+    factor), a pre-fill or an end-of-turn probability 60 ms, choosing a tool 10 ms
+    from its words and 600 ms more when the model wrote the call under its grammar
+    (docs/tools.md). The real compute time of a job varies from run to run (other
+    programs, caches, the CPU's clock), and where a recognition pass falls changes
+    the words Whisper writes; these do not."""
 
     asr_ms: float = 30.0
     asr_ms_per_s: float = 25.0
@@ -70,6 +81,8 @@ class ModelledCost:
     open_ms: float = 60.0
     tts_share: float = 0.17
     prefill_ms: float = 60.0
+    choice_ms: float = 10.0
+    written_call_ms: float = 600.0
     _opened: set[int] = field(default_factory=set)
 
     def __call__(self, job: Job, result: object) -> float:
@@ -84,6 +97,9 @@ class ModelledCost:
             return 1.0 + self.tts_share * 1000.0 * samples / SAMPLE_RATE
         if isinstance(job, EotJob | PrefillJob):
             return self.prefill_ms
+        if isinstance(job, ToolChoice):
+            written = bool(getattr(result, "raw", ""))  # a Call the model wrote
+            return self.choice_ms + (self.written_call_ms if written else 0.0)
         assert isinstance(job, LlmClose)
         return 1.0
 
