@@ -26,7 +26,7 @@ from websockets.exceptions import InvalidStatus
 
 from voice.serve.client import VoiceClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 TURN_ONE, TURN_TWO = "cmu_arctic_axb_a0004", "cmu_arctic_aew_a0003"  # "glad", "shook hands"
 # Greedy and short replies (two sentences at most): every reply is played to its end in
@@ -252,7 +252,7 @@ def test_a_drained_worker_finishes_the_reply_and_the_conversation_moves_over(
     # going away (its last word) and closed with 1001.
     said = [(m["type"], m.get("state") or m.get("code") or "") for _, m in first.messages]
     ends = first.of_type("reply_end")
-    assert len(ends) == 1, (first.close_code, said)
+    assert len(ends) == 1, (first.close_code, said[-12:])
     end = ends[0]
     assert not end["interrupted"] and end["heard_text"] == end["text"].strip()
     assert first.messages[-1][1]["type"] == "going_away" and first.close_code == 1001
