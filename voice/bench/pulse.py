@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from voice.bench.children import ctrl_c_stops
+
 
 class PulseRig:
     """A private PulseAudio with a virtual microphone and speaker (see ../shared/RIGS.md):
@@ -85,15 +87,6 @@ class PulseRig:
         subprocess.run(["pulseaudio", "--kill"], env=self.env, timeout=10, check=False)
 
 
-def _ctrl_c_stops() -> None:
-    """In the child, before ``voice listen`` starts: Ctrl-C (SIGINT) as a terminal gives
-    it. A process started in the background by a shell without job control (``nohup
-    pytest &``, some CI runners) ignores SIGINT, its children inherit that, and Python
-    then leaves it ignored: :meth:`ListenProcess.stop` waited 20 s for nothing and
-    killed it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 class ListenProcess:
     """`voice listen --json` in a subprocess; its events are collected as they come."""
 
@@ -101,7 +94,7 @@ class ListenProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "voice.cli", "listen", "--json", *flags],
             env={**rig.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            preexec_fn=_ctrl_c_stops,
+            preexec_fn=ctrl_c_stops,
         )  # fmt: skip
         self.events: list[dict[str, Any]] = []
         self.errors: list[str] = []

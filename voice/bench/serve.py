@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.bench.children import ctrl_c_stops
 from voice.bench.conversation import BENCH_REPLY_TOKENS, SKIP_AS_TURNS
 from voice.bench.corpus import Clip, longest_pause_s, speech_end_s, speech_start_s
 from voice.errors import VoiceError
@@ -220,7 +221,9 @@ class ServerProcess:
         self.tls = "--certfile" in args
         self.token = args[args.index("--token") + 1] if "--token" in args else ""
         # Its banner goes to stderr: the caller's stdout may be a JSON report.
-        self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=sys.stderr)
+        self.proc = subprocess.Popen(
+            cmd, env={**os.environ, **(env or {})}, stdout=sys.stderr, preexec_fn=ctrl_c_stops
+        )
         self.ps = psutil.Process(self.proc.pid)
         deadline = time.monotonic() + 180
         while True:
