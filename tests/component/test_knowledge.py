@@ -121,7 +121,7 @@ def test_a_spoken_question_through_voice_simulate_is_answered_from_the_file(
     write_wav(tmp_path / "q.wav", np.concatenate([np.zeros(8000, np.float32), *speech]))
     out = tmp_path / "out"
     result = run(["simulate", str(tmp_path / "q.wav"), "--knowledge", str(MUSEUM),
-                  "-o", str(out), "--json"])  # fmt: skip
+                  "--repeatable", "-o", str(out), "--json"])  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     said = "".join(e["text"] for e in events if e["type"] == "reply_text")
@@ -142,7 +142,9 @@ def test_a_spoken_yes_answers_the_question_back(engines: Engines) -> None:
         ScriptTurn(say("Where can I see the rockets?"), "question", at_s=0.5),
         ScriptTurn(say("Yes."), "yes", after="reply_end", delay_s=0.8),
     ]
-    events = simulate(Script(turns), build_session(_settings(), engines), engines).events
+    events = simulate(
+        Script(turns), build_session(_settings(), engines), engines, repeatable=True
+    ).events
     kinds = [e["kind"] for e in events if e["type"] == "knowledge"]
     assert kinds == ["ask", "say"], kinds
     said = "".join(e["text"] for e in events if e["type"] == "reply_text")

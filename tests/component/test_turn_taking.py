@@ -35,7 +35,7 @@ def converse(
     engines: Engines, turns: list[ScriptTurn], config: Settings | None = None
 ) -> tuple[SimulationResult, Session]:
     session = build_session(config or settings(), engines)
-    return simulate(Script(turns), session, engines), session
+    return simulate(Script(turns), session, engines, repeatable=True), session
 
 
 def of(result: SimulationResult, kind: str) -> list[dict[str, Any]]:

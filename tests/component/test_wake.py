@@ -46,7 +46,7 @@ def same_breath(engines: Engines) -> np.ndarray:
 
 
 def converse(engines: Engines, turns: list[ScriptTurn]) -> SimulationResult:
-    return simulate(Script(turns), build_session(settings(), engines), engines)
+    return simulate(Script(turns), build_session(settings(), engines), engines, repeatable=True)
 
 
 def of(result: SimulationResult, kind: str) -> list[dict[str, Any]]:
