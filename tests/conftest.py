@@ -73,3 +73,12 @@ def voice_server():  # type: ignore[no-untyped-def]
     server = VoiceServer(SERVER_MAX_SESSIONS, SERVER_ENV)
     yield server
     server.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n 2 --dist loadgroup`` (the test command) a module runs whole on
+    one worker, so its models load once, unless it names a group of its own."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -19,7 +19,7 @@ from conftest import SERVER_ENV, VoiceServer, clip
 
 from voice.audio import write_wav
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(

@@ -20,7 +20,7 @@ from voice.audio import write_wav
 from voice.config import Settings
 from voice.events import Event
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 ROOT = Path(__file__).resolve().parents[2]
 PERSONAS = ROOT / "examples" / "personas"

@@ -38,7 +38,7 @@ def converse(engines: Engines, turns: list[ScriptTurn]) -> tuple[SimulationResul
     settings = Settings()
     settings.llm.max_reply_tokens = 60
     session = build_session(settings, engines)
-    return simulate(Script(turns), session, engines), session
+    return simulate(Script(turns), session, engines, repeatable=True), session
 
 
 def turn(name: str, at_s: float | None = None, after: str = "", delay: float = 0.0,
@@ -106,7 +106,7 @@ def test_a_speculation_is_discarded_when_the_user_goes_on(engines: Engines) -> N
     settings.turn.complete_silence_ms = settings.vad.end_silence_ms = 1000
     session = build_session(settings, engines)
     turns = [ScriptTurn(audio=audio, name="pause", at_s=0.5)]
-    result = simulate(Script(turns), session, engines)
+    result = simulate(Script(turns), session, engines, repeatable=True)
     cancelled = {e["gen_id"] for e in of(result, "speculation_cancel")}
     assert cancelled
     (final,) = of(result, "final")
@@ -170,6 +170,7 @@ def test_a_burst_of_music_pauses_the_reply_and_it_resumes(engines: Engines) -> N
     assert session.history.turns[-1].content == end["text"].strip()  # nothing lost
 
 
+@pytest.mark.alone  # charged real compute, or paced in real time
 def test_simulate_cli_runs_the_demo_and_writes_the_four_outputs(tmp_path: Path) -> None:
     """The README's first command: the bundled demo conversation, with a barge-in."""
     out = tmp_path / "out"
@@ -196,6 +197,7 @@ def test_simulate_cli_runs_the_demo_and_writes_the_four_outputs(tmp_path: Path) 
     assert metrics["summary"]["voice_to_voice_ms"]["n"] == 3
 
 
+@pytest.mark.alone  # charged real compute, or paced in real time
 def test_the_wall_clock_runs_the_same_conversation(engines: Engines) -> None:
     """Engines on their worker thread, audio paced in real time: a turn, then a barge-in."""
     settings = Settings()

@@ -21,6 +21,7 @@ from voice.bench.pulse import ListenProcess, PulseRig
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.alone,
     pytest.mark.skipif(shutil.which("pulseaudio") is None, reason="needs pulseaudio (.ci/run)"),
 ]
 

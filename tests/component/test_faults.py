@@ -23,7 +23,7 @@ from voice.config import Settings
 from voice.runtime.engines import Engines
 from voice.transports.simulate import Script, ScriptTurn, SimulationResult, simulate
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 APOLOGY = "Sorry, something went wrong. Please say that again."
 TIMEOUT_S = 2.0
@@ -56,7 +56,7 @@ def two_turns() -> Script:
 
 def converse(engines: Engines, config: Settings) -> SimulationResult:
     session = build_session(config, engines)
-    return simulate(two_turns(), session, engines)
+    return simulate(two_turns(), session, engines, repeatable=True)
 
 
 def of(result: SimulationResult, kind: str) -> list[dict[str, Any]]:
@@ -192,7 +192,7 @@ def test_the_http_backend_losing_its_server_mid_reply(
         http_engines = load_engines(config)
         proxy.fault = fault
         session = build_session(config, http_engines)
-        result = simulate(two_turns(), session, http_engines)
+        result = simulate(two_turns(), session, http_engines, repeatable=True)
         assert_apologised_then_answered(result, code)
         assert http_engines.llm.state == "ok"  # type: ignore[attr-defined]
     finally:
@@ -203,7 +203,7 @@ def test_an_unreachable_llm_server_is_retried_then_apologised_for(engines: Engin
     config = settings(backend="http", url=f"http://127.0.0.1:{free_port()}/v1", retries=2)
     http_engines = load_engines(config)
     session = build_session(config, http_engines)
-    result = simulate(two_turns(), session, http_engines)
+    result = simulate(two_turns(), session, http_engines, repeatable=True)
     errors = of(result, "error")
     assert [e["code"] for e in errors] == ["llm_unavailable", "llm_unavailable"]
     assert "unreachable" in errors[0]["message"] and "llama_cpp.server" in errors[0]["message"]

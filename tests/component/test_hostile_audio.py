@@ -24,7 +24,7 @@ from voice.runtime.clocks import VirtualClock
 from voice.runtime.faults import make_lane
 from voice.stats import word_errors
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 GLAD = "cmu_arctic_axb_a0004"  # "Lord, but I'm glad to see you again, Phil."
 

@@ -21,7 +21,7 @@ from services import OtlpReceiver, PrometheusProcess, free_port
 
 from voice.serve.client import VoiceClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed
 
 from voice.serve.client import VoiceClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 
 def run(coro: Any) -> Any:

@@ -24,7 +24,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from voice.conversation.transcript import read_transcript
 from voice.serve.client import VoiceClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 TOKEN = "t0k-for-tests"
 ALLOWED = "https://kiosk.example"

@@ -13,7 +13,7 @@ from voice.bench.disconnect import leave_mid_reply, server_env
 from voice.bench.llama_server import LlamaServerProcess
 from voice.bench.serve import ServerProcess
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 
 def test_a_client_leaving_mid_reply_stops_the_llama_server() -> None:

@@ -16,7 +16,7 @@ from conftest import VoiceServer, clip
 
 from voice.serve.client import VoiceClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 LIGHT: dict[str, Any] = {
     "name": "switch_light",

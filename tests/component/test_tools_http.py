@@ -25,7 +25,7 @@ from voice.think.http import OpenAiHttpBackend
 from voice.tools import Toolbox
 from voice.tools.choose import Chooser
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 Item = Literal["sword", "axe", "shield", "dagger", "helmet"]
 SOLD: list[tuple[str, int]] = []

@@ -25,7 +25,7 @@ from voice.runtime.faults import make_lane
 from voice.tools import Say, Toolbox, ToolError
 from voice.tools.choose import Chooser
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 SHOP: dict[str, Any] = {"gold": 100, "bag": []}
 CANCELLED: list[str] = []
@@ -242,7 +242,7 @@ def test_spoken_words_after_a_call_or_over_it_are_a_new_turn(
     ]  # fmt: skip
     session = build_session(_settings(), engines)
     session.tools = chooser
-    events = simulate(Script(turns), session, engines).events
+    events = simulate(Script(turns), session, engines, repeatable=True).events
     calls = [(e["name"], e["arguments"]) for e in events if e["type"] == "tool_call"]
     assert calls == [("sell", {"item": "sword", "quantity": 2}), ("fetch", {"item": "lantern"})]
     results = [e["status"] for e in events if e["type"] == "tool_result"]
