@@ -6,17 +6,18 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 
 from voice.bench.children import ctrl_c_stops
 
 SLEEPER = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"]
 
 
-def _interrupted(preexec: object, wait_s: float) -> int | None:
+def _interrupted(preexec: Callable[[], object] | None, wait_s: float) -> int | None:
     """The child's exit status after a SIGINT, None if it still ran ``wait_s`` later."""
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as `pytest &` starts
     try:
-        child = subprocess.Popen(SLEEPER, stdout=subprocess.PIPE, preexec_fn=preexec)  # type: ignore[arg-type]
+        child = subprocess.Popen(SLEEPER, stdout=subprocess.PIPE, preexec_fn=preexec)
     finally:
         signal.signal(signal.SIGINT, before)
     try:

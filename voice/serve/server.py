@@ -209,7 +209,7 @@ class Connection:
         self._byte_order = ByteOrderWatch()
         self.loop = asyncio.get_running_loop()
         self.wake = asyncio.Event()
-        self.send_rounds = 0  # rounds the sender has finished: each took and sent all output
+        self._send_rounds = 0  # rounds the sender has finished: each took and sent all output
         self.rate = SAMPLE_RATE
         self.errors_in_a_row = 0
         self.hub_session: HubSession | None = None
@@ -486,8 +486,8 @@ class Connection:
         # The reply's last events (its reply_end) may still wait for the sender: let a
         # whole round of it begin after this one (it takes and sends them) and end
         # before the going-away, which would otherwise overtake them.
-        under_way = self.send_rounds + 1
-        while self.send_rounds <= under_way and self.lifecycle.time_left() > 0:
+        under_way = self._send_rounds + 1
+        while self._send_rounds <= under_way and self.lifecycle.time_left() > 0:
             self.wake.set()
             await asyncio.sleep(DRAIN_POLL_S)
         await self._saves_done()  # the reply just heard is in the store before the client moves
@@ -707,7 +707,7 @@ class Connection:
                     await self.ws.send(message("audio_start", reply_id=reply_id))
                 await self.ws.send(downlink_frame(reply_id, offset, frame))
             await self._announce_ends()
-            self.send_rounds += 1
+            self._send_rounds += 1
 
     def _observe(self, event: Event) -> None:
         self.metrics.observe(event)
