@@ -31,6 +31,7 @@ def engines() -> Engines:
     # Greedy decoding: the same reply every run, so speech scripted to land over a
     # reply always finds one playing (a sampled reply can be one short sentence).
     settings.llm.temperature = 0.0
+    settings.tts.variation = False  # the same voice every run: replies as long, turns placed alike
     return load_engines(settings)
 
 

@@ -33,6 +33,7 @@ def settings(**llm: Any) -> Settings:
     s = Settings()
     s.llm.max_reply_tokens = 40
     s.llm.temperature = 0.0
+    s.tts.variation = False  # the same voice every run: replies as long, turns placed alike
     for name, value in llm.items():
         setattr(s.llm, name, value)
     # Faults are counted per job: without speculation every LLM step is the reply's.

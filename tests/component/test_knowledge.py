@@ -32,6 +32,7 @@ UNKNOWN = "Sorry, I don't know that."
 def _settings() -> Settings:
     settings = Settings()
     settings.llm.temperature = 0.0
+    settings.tts.variation = False  # the same voice every run: replies as long, turns placed alike
     settings.conversation.idle_prefill = False
     settings.knowledge.path = str(MUSEUM)
     return settings

@@ -76,6 +76,7 @@ EXAMPLES = {
 def _settings() -> Settings:
     settings = Settings()
     settings.llm.temperature = 0.0
+    settings.tts.variation = False  # the same voice every run: replies as long, turns placed alike
     settings.conversation.idle_prefill = False
     settings.tools.time_limit_s = 1.0
     return settings

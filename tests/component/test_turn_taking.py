@@ -23,6 +23,7 @@ def settings() -> Settings:
     s = Settings()
     s.llm.max_reply_tokens = 40
     s.llm.temperature = 0.0  # the same reply every run
+    s.tts.variation = False  # the same voice every run: replies as long, turns placed alike
     return s
 
 

@@ -29,6 +29,7 @@ def settings() -> Settings:
     out = Settings()
     out.llm.max_reply_tokens = 60
     out.llm.temperature = 0.0  # the same (long enough) reply every run: barge-in finds it
+    out.tts.variation = False  # the same voice every run: the request, and replies as long
     out.wake.wake_word = "hey_jarvis"
     out.wake.follow_up_s = FOLLOW_UP_S
     return out
