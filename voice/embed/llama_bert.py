@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.cpus import thread_budget
 from voice.llamacpp import avoid_amx
 from voice.models import derived_model_path
 
@@ -128,8 +129,8 @@ class LlamaBert:
             embedding=True,
             n_ctx=batch,
             n_batch=batch,
-            n_threads=threads,
-            n_threads_batch=threads,
+            n_threads=thread_budget(threads),
+            n_threads_batch=thread_budget(threads),
             verbose=False,
         )
         self._lock = threading.Lock()

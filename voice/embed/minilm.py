@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voice.cpus import thread_budget
 from voice.embed.llama_bert import LlamaBert, gguf_of
 from voice.errors import ModelNotFoundError
 
@@ -242,7 +243,7 @@ class Embedder:
         looking them up per call cost 2 ms)."""
         if self._blas is None:
             return contextlib.nullcontext()
-        return self._blas.limit(limits=self.config.threads)  # type: ignore[no-any-return]
+        return self._blas.limit(limits=thread_budget(self.config.threads))  # type: ignore[no-any-return]
 
     def _forward(self, batch: list[list[int]]) -> FloatArray:
         n, length = len(batch), max(len(ids) for ids in batch)

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio.format import SAMPLE_RATE
+from voice.cpus import thread_budget
 from voice.errors import VoiceError
 
 log = logging.getLogger(__name__)
@@ -291,7 +292,7 @@ class WhisperEngine:
                 path,
                 device="cpu",
                 compute_type=self.config.compute_type,
-                cpu_threads=self.config.threads,
+                cpu_threads=thread_budget(self.config.threads),
                 num_workers=1,
                 local_files_only=True,
             )

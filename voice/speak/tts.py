@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from voice.audio import ms_to_samples, resample
 from voice.audio.format import sound_onset
+from voice.cpus import thread_budget
 from voice.errors import ConfigError, VoiceError
 from voice.speak.speakable import to_speakable
 
@@ -128,7 +129,7 @@ class PiperTts:
             # The voice's language ("zh_CN"): symbols are read out in it (to_speakable).
             self.language = str((voice_json.get("language") or {}).get("code") or "en")
             options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = config.threads
+            options.intra_op_num_threads = thread_budget(config.threads)
             options.inter_op_num_threads = 1
             options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
             # Idle pool threads would otherwise busy-wait and steal cores from Whisper/LLM.

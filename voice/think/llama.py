@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from voice.cpus import thread_budget
 from voice.errors import VoiceError
 from voice.llamacpp import avoid_amx
 from voice.models import resolve_llm_model
@@ -69,8 +70,8 @@ class LlamaBackend:
             self.llm = Llama(
                 model_path=str(path),
                 n_ctx=config.context_tokens,
-                n_threads=config.threads,
-                n_threads_batch=config.threads_batch,
+                n_threads=thread_budget(config.threads),  # never more than the CPUs it has
+                n_threads_batch=thread_budget(config.threads_batch),
                 verbose=False,
             )
         except Exception as exc:  # llama.cpp reports a bad file as ValueError or RuntimeError

@@ -1,0 +1,25 @@
+"""How many threads an engine may start: never more than the CPUs this process may run on.
+
+llama.cpp runs each step on an OpenMP team whose threads wait for each other at every
+layer by spinning. Given more threads than CPUs (a kiosk box pinned to one core, a
+container with ``--cpuset-cpus``, ``taskset``, one test worker per core), a thread
+spins out its time slice waiting for one that is not running, at every barrier.
+Measured with `voice bench shapes`-sized steps in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def usable_cpus() -> int:
+    """The CPUs the scheduler lets this process use (its affinity, not the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def thread_budget(wanted: int) -> int:
+    """``wanted`` threads, but at most one a usable CPU (and at least one)."""
+    return max(1, min(wanted, usable_cpus()))
