@@ -82,3 +82,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _own_core() -> None:
+    """Under ``pytest -n 2`` each worker keeps to a CPU of its own (``gw0`` the first,
+    ``gw1`` the second), and every engine then starts one thread (``voice.cpus``):
+    two workers' two-thread llama.cpp and Piper teams no longer wait at their
+    barriers for threads the other worker's are keeping off the cores."""
+    import os
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
+
+
+_own_core()
