@@ -75,15 +75,6 @@ def voice_server():  # type: ignore[no-untyped-def]
     server.stop()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n 2 --dist loadgroup`` (the test command) a module runs whole on
-    one worker, so its models load once, unless it names a group of its own."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
 def _own_core() -> None:
     """Under ``pytest -n 2`` each worker keeps to a CPU of its own (``gw0`` the first,
     ``gw1`` the second), and every engine then starts one thread (``voice.cpus``):

@@ -20,7 +20,8 @@ from voice.audio import write_wav
 from voice.config import Settings
 from voice.events import Event
 
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+# Paced in real time, but a core of their own is enough (a test worker has one: tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 PERSONAS = ROOT / "examples" / "personas"
