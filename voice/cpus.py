@@ -3,8 +3,8 @@
 llama.cpp runs each step on an OpenMP team whose threads wait for each other at every
 layer by spinning. Given more threads than CPUs (a kiosk box pinned to one core, a
 container with ``--cpuset-cpus``, ``taskset``, one test worker per core), a thread
-spins out its time slice waiting for one that is not running, at every barrier.
-Measured with `voice bench shapes`-sized steps in docs/performance.md.
+spins while the one it waits for cannot run: on one core, two threads made each token
+a fifth slower than one (`voice bench reply`, docs/performance.md).
 """
 
 from __future__ import annotations
