@@ -15,6 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from voice.cpus import thread_budget
 from voice.errors import VoiceError
 
 
@@ -32,6 +33,7 @@ class LlamaServerProcess:
 
         from voice.models import resolve_llm_model
 
+        threads = thread_budget(threads)  # the server inherits this process's CPUs
         self.port = port or free_port()
         self.log = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
         with self.log.open("w") as out:

@@ -124,13 +124,14 @@ class LlamaBert:
 
         avoid_amx()  # llama.cpp's AMX kernels crash on batches of tokens (voice.llamacpp)
         batch = max_tokens + 2  # the longest text a caller passes, with [CLS] and [SEP]
+        threads = thread_budget(threads)
         self._llm = Llama(
             model_path=str(path),
             embedding=True,
             n_ctx=batch,
             n_batch=batch,
-            n_threads=thread_budget(threads),
-            n_threads_batch=thread_budget(threads),
+            n_threads=threads,
+            n_threads_batch=threads,
             verbose=False,
         )
         self._lock = threading.Lock()

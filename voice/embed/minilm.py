@@ -157,6 +157,7 @@ class Embedder:
             for i in range(int(spec["num_hidden_layers"]))
         ]
         self._blas: Any = None
+        self._blas_threads = thread_budget(self.config.threads)  # once: a lookup is a hot path
         try:
             from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
@@ -243,7 +244,7 @@ class Embedder:
         looking them up per call cost 2 ms)."""
         if self._blas is None:
             return contextlib.nullcontext()
-        return self._blas.limit(limits=thread_budget(self.config.threads))  # type: ignore[no-any-return]
+        return self._blas.limit(limits=self._blas_threads)  # type: ignore[no-any-return]
 
     def _forward(self, batch: list[list[int]]) -> FloatArray:
         n, length = len(batch), max(len(ids) for ids in batch)
