@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,7 +217,14 @@ def simulate(
 ) -> SimulationResult:
     """Play ``script`` into ``session`` and record everything that comes out.
     ``repeatable``: charge jobs a modelled cost, not their compute time, so every run
-    gives the same words (with a voice rendered without variation and a fixed seed)."""
+    gives the same words (with a voice rendered without variation, which it warns of
+    otherwise, and a fixed seed)."""
+    if repeatable and getattr(getattr(engines.tts, "config", None), "variation", False):
+        # Piper's random timing makes each reply a little longer or shorter, and moves
+        # every turn placed after one: load the voice with tts.variation = False.
+        logging.getLogger(__name__).warning(
+            "simulate(repeatable=True) with a voice that varies: set tts.variation = False"
+        )
     lane = make_lane(engines, session.config.job_timeout_s)
     user = ScriptedUser(script)
     speaker = SimulatedSpeaker()
