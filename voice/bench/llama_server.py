@@ -53,8 +53,11 @@ class LlamaServerProcess:
             except OSError as exc:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.proc.kill()
+                    self.proc.wait()
+                    tail = self.log.read_text()[-1500:]
+                    self.log.unlink(missing_ok=True)
                     raise VoiceError(
-                        f"the llama.cpp server did not start: {self.log.read_text()[-1500:]}",
+                        f"the llama.cpp server did not start: {tail}",
                         "Install it with `pip install 'llama-cpp-python[server]'`.",
                         code="server_failed",
                     ) from exc
@@ -69,11 +72,15 @@ class LlamaServerProcess:
         return float(times.user + times.system)
 
     def stop(self) -> None:
+        """Stop the server and delete its log: a run of the tests or benches starts
+        dozens, and each left 200 kB in the temporary folder."""
         self.proc.terminate()
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        self.log.unlink(missing_ok=True)
 
     def __enter__(self) -> LlamaServerProcess:
         return self
