@@ -23,3 +23,19 @@ def usable_cpus() -> int:
 def thread_budget(wanted: int) -> int:
     """``wanted`` threads, but at most one a usable CPU (and at least one)."""
     return max(1, min(wanted, usable_cpus()))
+
+
+def keep_blas_to(threads: int = 1) -> None:
+    """NumPy's BLAS on at most ``threads`` threads in this process from now on.
+
+    Why: OpenBLAS starts a thread per CPU and, for a product it judges big enough (the
+    mel filterbank in front of every Whisper pass), wakes them all; they spin on after
+    it while CTranslate2's own team needs the same cores. A 2.5 s pass of tiny.en on two
+    CTranslate2 threads took 211 ms with BLAS as it starts and 168 ms with BLAS on one
+    thread (2 AVX2 cores; docs/performance.md). No product of ours gains from BLAS
+    threads: the sentence encoder's float32 pass holds itself to one as well."""
+    try:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+    except ImportError:  # without it BLAS keeps its own thread count
+        return
+    threadpool_limits(limits=thread_budget(threads), user_api="blas")

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voice.audio.format import SAMPLE_RATE
-from voice.cpus import thread_budget
+from voice.cpus import keep_blas_to, thread_budget
 from voice.errors import VoiceError
 
 log = logging.getLogger(__name__)
@@ -287,6 +287,7 @@ class WhisperEngine:
         self.config = config or AsrConfig()
         self.language = (self.config.language or "en").split("_")[0].lower()
         path = resolve_asr_model(self.config.model)
+        keep_blas_to(1)  # the mel features' product must not take CTranslate2's cores
         try:
             self.model = WhisperModel(
                 path,
