@@ -20,6 +20,7 @@ def test_toml_then_environment(tmp_path: Path) -> None:
 def test_defaults_without_file() -> None:
     settings = load_settings(env={})
     assert settings.asr.model == "default" and settings.vad.silero is True
+    assert settings.asr.threads == settings.conversation.lane_threads == 2  # the lane's
 
 
 @pytest.mark.parametrize(

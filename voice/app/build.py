@@ -52,8 +52,8 @@ def load_engines(settings: Settings, warm: bool = True) -> Engines:
     and ``warm`` them, so every transport that loads them answers its first turn
     as fast as the rest."""
     # Engines never overlap in the lane, so the LLM and the voice may use all of it
-    # (``voice chat`` overlaps them instead, one thread each). Whisper keeps
-    # ``asr.threads``: tiny.en decodes faster on one thread than on two here.
+    # (``voice chat`` overlaps them instead, one thread each); Whisper has its own
+    # ``asr.threads`` (two by default, the lane's).
     llm, tts = lane_configs(settings)
     engines = Engines(asr=load_recognizer(settings), llm=make_backend(llm), tts=PiperTts(tts))
     if warm:

@@ -53,9 +53,11 @@ class AsrConfig:
     # first of `languages`, or the one the utterance's last longer pass found).
     detect_min_ms: int = 1000
     compute_type: str = "int8"
-    # One thread: tiny.en's decoder is faster on one than on two here (13 tokens: 75 vs
-    # 150 ms; encoder alike), same WER, and the other core stays free.
-    threads: int = 1
+    # Both of the lane's threads (no other engine runs during a pass): with NumPy's BLAS
+    # held to one thread (voice.cpus.keep_blas_to), `voice bench asr` on 2 AVX2 cores gave
+    # a real-time factor of 0.389 on two against 0.581 on one. One had measured faster
+    # before only because BLAS's spinning threads held the second core.
+    threads: int = 2
     beam_size: int = 1
     repetition_penalty: float = 1.1
     pad_ms: int = 4000
