@@ -30,10 +30,10 @@ def keep_blas_to(threads: int = 1) -> None:
 
     Why: OpenBLAS starts a thread per CPU and, for a product it judges big enough (the
     mel filterbank in front of every Whisper pass), wakes them all; they spin on after
-    it while CTranslate2's own team needs the same cores. A 2.5 s pass of tiny.en on two
-    CTranslate2 threads took 211 ms with BLAS as it starts and 168 ms with BLAS on one
-    thread (2 AVX2 cores; docs/performance.md). No product of ours gains from BLAS
-    threads: the sentence encoder's float32 pass holds itself to one as well."""
+    it while CTranslate2's own team needs the same cores. `voice bench asr` on two
+    CTranslate2 threads, 2 AVX2 cores: a real-time factor of 0.499 with BLAS as it
+    starts, 0.389 with BLAS on one thread (docs/performance.md). No product of ours
+    gains from BLAS threads: the sentence encoder's float32 pass holds itself to one."""
     try:
         from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
     except ImportError:  # without it BLAS keeps its own thread count
