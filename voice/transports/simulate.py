@@ -53,6 +53,8 @@ WAIT_FOR_REPLY_S = 30.0  # a turn waiting on a reply that never comes starts any
 TAIL_S = 1.0  # keep listening this long after everything is over
 MAX_EXTRA_S = 120.0  # hard stop: this long after the last clip began
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class ScriptTurn:
@@ -222,9 +224,7 @@ def simulate(
     if repeatable and getattr(getattr(engines.tts, "config", None), "variation", False):
         # Piper's random timing makes each reply a little longer or shorter, and moves
         # every turn placed after one: load the voice with tts.variation = False.
-        logging.getLogger(__name__).warning(
-            "simulate(repeatable=True) with a voice that varies: set tts.variation = False"
-        )
+        log.warning("simulate(repeatable=True) with a voice that varies: set tts.variation = False")
     lane = make_lane(engines, session.config.job_timeout_s)
     user = ScriptedUser(script)
     speaker = SimulatedSpeaker()
