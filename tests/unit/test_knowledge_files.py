@@ -43,6 +43,27 @@ def test_headings_start_entries_and_text_before_them_is_ignored() -> None:
     assert entries[1].source == "museum.md:7"
 
 
+def test_markdown_as_people_write_it_is_read_as_it_would_be_heard() -> None:
+    text = (
+        "\ufeff## Opening hours ##\n"  # a byte-order mark, ATX closing hashes
+        "We are open:\n- Monday to Friday, nine to five\n* Saturday: ten to four\n"
+        "1. Sunday closed!\n"
+        "<!-- check the winter hours\nwith Sam -->\n"
+        "---\n"
+        "# Tickets\n"  # a section: its lines up to the next entry are notes
+        "Prices checked in March.\n"
+        "## How much is a ticket?\n"
+        "Five pounds. <!-- 2026 -->\n"
+    )
+    entries = parse_knowledge(text, "kiosk.md")
+    assert [e.phrasings for e in entries] == [("Opening hours",), ("How much is a ticket?",)]
+    assert entries[0].answer == (
+        "We are open: Monday to Friday, nine to five. Saturday: ten to four. Sunday closed!"
+    )
+    assert entries[1].answer == "Five pounds."
+    assert entries[1].source == "kiosk.md:11"  # lines still counted through the comment
+
+
 @pytest.mark.parametrize(
     ("text", "line", "says"),
     [
@@ -68,6 +89,8 @@ def test_files_folders_and_their_errors(tmp_path: Path) -> None:
     (tmp_path / "empty.md").write_text("just notes\n", encoding="utf-8")
     with pytest.raises(KnowledgeError, match="no entries"):
         read_knowledge(tmp_path / "empty.md")
+    (tmp_path / "bom.md").write_bytes("\ufeff## Caf\u00e9\nOpen.\n".encode())
+    assert [e.heading for e in read_knowledge(tmp_path / "bom.md")] == ["Caf\u00e9"]
     (tmp_path / "latin1.md").write_bytes(b"## Caf\xe9\nline two\n")
     with pytest.raises(KnowledgeError, match="line 1: not UTF-8"):
         read_knowledge(tmp_path / "latin1.md")

@@ -15,6 +15,12 @@ it may share the heading, separated by `` | ``. The text under it, up to the nex
 heading, is the entry's answer as it may be spoken (its lines are joined with
 spaces). A folder is read as all of its ``.md`` files, sorted by name.
 
+Markdown as people write it is read as it would be heard: a ``# `` section heading
+ends the entry before it (the lines under it, up to the next ``## ``, are notes like
+the file's top); list items are said as sentences of their own; rules (``---``),
+HTML comments, emphasis marks and link targets are dropped; a heading's closing
+``##`` and a byte-order mark are no part of the text.
+
 Everything wrong with a file (missing, not UTF-8, a heading with no answer, an
 answer with no heading, no entry at all) is one :class:`KnowledgeError` naming the
 file and the line, raised when the file is read: at start, never mid-conversation.
@@ -32,6 +38,10 @@ HINT = "Each entry is a '## ' heading line and its answer below it (see docs/kno
 # Markdown that must not be read aloud: emphasis marks, inline code, link targets.
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"[*_`]+")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
+_RULE = re.compile(r"^(?:[-*_]\s*){3,}$")
+_CLOSING_HASHES = re.compile(r"\s+#+$")
 
 
 class KnowledgeError(ConfigError):
@@ -57,6 +67,22 @@ def _spoken(text: str) -> str:
     return " ".join(_MARKS.sub("", _LINK.sub(r"\1", text)).split())
 
 
+def _answer_line(line: str) -> str:
+    """One line of an answer as it is said: a list item ends as a sentence, so that
+    "- Monday: nine to five" and "- Tuesday: closed" are not run together."""
+    item = _LIST_ITEM.match(line)
+    if item is None:
+        return line
+    line = line[item.end() :].rstrip()
+    return line if not line or line[-1] in ".!?:;,。！？" else line + "."
+
+
+def _without_comments(text: str) -> str:
+    """HTML comments (editor's notes) blanked out, line breaks kept for the line
+    numbers errors give."""
+    return _COMMENT.sub(lambda found: "\n" * found.group().count("\n"), text)
+
+
 def parse_knowledge(text: str, name: str = "<text>") -> list[Entry]:
     """The entries of one file's ``text``; ``name`` is how errors name the file."""
     entries: list[Entry] = []
@@ -75,23 +101,28 @@ def parse_knowledge(text: str, name: str = "<text>") -> list[Entry]:
             )
         entries.append(Entry(heading, answer, f"{name}:{heading_line}"))
 
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_without_comments(text.lstrip("\ufeff")).splitlines(), start=1):
         stripped = line.strip()
         if stripped.startswith("##") and not stripped.startswith("###"):
             close()
-            title = stripped[2:].strip()
+            title = _CLOSING_HASHES.sub("", " " + stripped[2:].strip()).strip()
             phrasings = tuple(p for p in (_spoken(part) for part in title.split("|")) if p)
             if not phrasings:
                 raise KnowledgeError(f"{name}, line {number}: a '##' heading with no text.", HINT)
             heading, heading_line, body = phrasings, number, []
+        elif stripped.startswith("#") and not stripped.startswith("##"):
+            close()  # a section heading: its lines up to the next entry are notes
+            heading, body = None, []
         elif heading is not None:
             if stripped.startswith("#"):
                 raise KnowledgeError(
                     f"{name}, line {number}: only '## ' headings start entries; "
                     f"'{stripped[:40]}' would be read aloud as part of an answer.",
-                    "Make it a '## ' entry of its own, or move it above the first entry.",
+                    "Make it a '## ' entry of its own, or a '# ' section heading (notes under it "
+                    "are not read).",
                 )
-            body.append(stripped)
+            if not _RULE.match(stripped):
+                body.append(_answer_line(stripped))
     close()
     return entries
 
@@ -109,7 +140,7 @@ def read_knowledge(path: str | Path) -> list[Entry]:
     entries: list[Entry] = []
     for file in files:
         try:
-            text = file.read_text(encoding="utf-8")
+            text = file.read_text(encoding="utf-8-sig")  # a BOM (Notepad) is no text
         except FileNotFoundError:
             raise KnowledgeError(
                 f"knowledge file not found: {file}.",
