@@ -352,3 +352,28 @@ def test_every_example_question_can_be_answered_from_its_file(questions: Path) -
     ]
     assert unanswerable == []
     assert any(q.in_scope for q in rows) and any(not q.in_scope for q in rows)
+
+
+def test_a_question_file_is_read_strictly_and_a_bare_phrase_is_a_group(tmp_path: Path) -> None:
+    """A flat list of phrases must not be read as groups of characters (a test that
+    always holds), and "in_scope": "false" must not count as true."""
+    from voice.bench.knowledge import carries, load_questions
+
+    good = tmp_path / "good.jsonl"
+    good.write_text(
+        '{"q": "When do you open?", "in_scope": true, "expect": ["nine", ["five", 5]]}\n'
+        '{"q": "Sell umbrellas?", "in_scope": false}\n',
+        encoding="utf-8",
+    )
+    rows = load_questions(good)
+    assert rows[0].expect == [["nine"], ["five", "5"]]
+    assert carries("From nine to 5.", rows[0].expect)
+    assert not carries("Not on Sundays.", rows[0].expect)
+    for bad in (
+        '{"q": "x", "in_scope": "false"}',
+        '{"q": "x", "in_scope": true, "expect": [["seven", true]]}',
+        '{"q": "x", "in_scope": true, "expect": {"a": 1}}',
+    ):
+        (tmp_path / "bad.jsonl").write_text(bad + "\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match="line 1: not a question"):
+            load_questions(tmp_path / "bad.jsonl")

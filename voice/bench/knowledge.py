@@ -82,7 +82,9 @@ def load_questions(path: Path) -> list[Question]:
             continue
         try:
             row = json.loads(line)
-            question = Question(str(row["q"]), bool(row["in_scope"]), row.get("expect", []))
+            if not isinstance(row["in_scope"], bool):
+                raise TypeError(f"in_scope is {row['in_scope']!r}, not true or false")
+            question = Question(str(row["q"]), row["in_scope"], _groups(row.get("expect", [])))
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(
                 f"{path}, line {number}: not a question ({exc}).",
@@ -92,6 +94,27 @@ def load_questions(path: Path) -> list[Question]:
             raise ConfigError(f"{path}, line {number}: an in-scope question needs 'expect'.")
         questions.append(question)
     return questions
+
+
+def _groups(expect: object) -> list[list[str]]:
+    """``expect`` as groups of phrases: a phrase alone (``"seven"``, or one in the
+    list: ``["seven", ["ten", 10]]``) is a group of its own, which must be said;
+    anything but phrases (strings, numbers) and lists of them is an error, not a test
+    that always holds."""
+
+    def phrase(value: object) -> bool:  # a number is said as its digits: 7 is "7"
+        return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+    items = [expect] if phrase(expect) else expect
+    if not isinstance(items, list):
+        raise TypeError(f"expect is {expect!r}, not a list of phrase groups")
+    groups = []
+    for item in items:
+        group = [item] if phrase(item) else item
+        if not (isinstance(group, list) and group and all(phrase(g) for g in group)):
+            raise TypeError(f"expect has {item!r}: a group is a list of phrases")
+        groups.append([str(g) for g in group])
+    return groups
 
 
 def carries(text: str, expect: list[list[str]]) -> bool:
