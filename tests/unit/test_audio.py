@@ -92,6 +92,9 @@ def test_unreadable_files_give_clear_errors(tmp_path: Path) -> None:
         read_wav(bad)
     with pytest.raises(AudioFormatError, match="not found"):
         read_wav(tmp_path / "missing.wav")
+    (tmp_path / "text.wav").write_text("hello")  # too short for a header: says so
+    with pytest.raises(AudioFormatError, match=r"PCM WAV \(the file ends before"):
+        read_wav(tmp_path / "text.wav")
     with pytest.raises(AudioFormatError, match="sample rate"):
         resample(np.zeros(10, np.float32), 0, 16000)
 

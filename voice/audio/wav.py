@@ -51,7 +51,8 @@ def read_wav_native(path: str | Path) -> tuple[Float32Array, int]:
     except FileNotFoundError:
         raise AudioFormatError(f"audio file not found: {path}", "Check the path.") from None
     except (wave.Error, EOFError) as exc:
-        raise AudioFormatError(f"cannot read {path} as PCM WAV ({exc}).", _CONVERT_HINT) from exc
+        why = str(exc) or "the file ends before its header does"  # EOFError says nothing
+        raise AudioFormatError(f"cannot read {path} as PCM WAV ({why}).", _CONVERT_HINT) from exc
     if channels < 1 or rate <= 0:
         raise AudioFormatError(f"{path} has a broken header.", _CONVERT_HINT)
     return _decode(raw, width, channels).astype(np.float32, copy=False), rate
