@@ -226,6 +226,38 @@ def test_the_policy_says_entries_declines_the_rest_and_leaves_small_talk(
     assert context.kind == "context" and "Mill Street" in context.text
 
 
+def test_a_question_about_the_assistant_gets_its_introduction(index: KnowledgeIndex) -> None:
+    """The 135M model, asked its name with the name in its prompt, said another name:
+    with an introduction, questions about itself are answered as written; questions
+    about a name of the place are not taken for them; a file's own entry wins."""
+    kiosk = Grounding(index, KnowledgeConfig(path="x", introduction="I'm Ada, the guide."))
+    for question in ("What's your name?", "who am I talking to", "What should I call you?"):
+        decision = kiosk(question)
+        assert (decision.kind, decision.text) == ("say", "I'm Ada, the guide."), question
+    assert kiosk("where is the cafe?").kind == "say"
+    for other in ("What's the name of the cafe?", "who is the director of the museum?"):
+        assert kiosk(other).text != "I'm Ada, the guide.", other
+    assert kiosk("hello").kind == "chat"
+    without = Grounding(index, KnowledgeConfig(path="x"))
+    assert without("What's your name?").kind == "chat"  # the model's, as small talk
+    own = KnowledgeIndex(parse_knowledge(SCRIPTED + "## Who are you?\nThe robot guide.\n"),
+                         Embedder.default())  # fmt: skip
+    mine = Grounding(own, KnowledgeConfig(path="x", introduction="I'm Ada."))
+    assert mine("Who are you?").text == "The robot guide."
+
+
+def test_a_persona_introduces_itself_by_its_name_unless_it_says_otherwise() -> None:
+    from voice.assistant.persona import Persona
+
+    settings = load_settings(None)
+    assert Persona(name="Ada").apply(settings).knowledge.introduction == "I'm Ada."
+    told = Persona(name="Brom", introduction="Brom. I make swords.").apply(settings)
+    assert told.knowledge.introduction == "Brom. I make swords."
+    assert Persona(name="Ada", introduction="").apply(settings).knowledge.introduction == ""
+    # in another language the English default would be wrong: the persona writes its own
+    assert Persona(name="Lena", language="de").apply(settings).knowledge.introduction == ""
+
+
 def test_an_entry_without_the_price_or_time_asked_for_is_asked_back(
     index: KnowledgeIndex,
 ) -> None:

@@ -14,7 +14,10 @@ The bundled 135M model cannot be trusted to restate a fact it was given (it turn
 
 Small talk ("hello", "thanks", "how are you") is told apart by meaning: the
 words' embedding close to one of a few dozen small-talk lines and closer to them
-than to any entry.
+than to any entry. A question about the assistant itself ("what's your name?", "who
+are you?") is told apart the same way and answered with its ``introduction`` (a
+persona's "I'm Ada." by default): the 135M model, asked the name in its own prompt,
+called Ada "Mara".
 """
 
 from __future__ import annotations
@@ -48,6 +51,12 @@ SMALL_TALK = (
     "that's great", "cool", "awesome", "wow", "sorry", "excuse me", "never mind",
     "can you hear me", "tell me a joke", "I'm fine, thanks", "good, and you",
 )  # fmt: skip
+# Questions about the assistant itself, answered with ``introduction`` where there is one.
+IDENTITY = (
+    "what's your name", "what is your name", "may I ask your name", "do you have a name",
+    "who are you", "who am I talking to", "who is this", "what are you called",
+    "what should I call you", "tell me about yourself", "introduce yourself",
+)  # fmt: skip
 
 
 @dataclass
@@ -78,6 +87,11 @@ class KnowledgeConfig:
     # question, is treated as a weaker match (voice.knowledge.fact_kinds): asked back.
     fact_kinds: bool = True
     small_talk_threshold: float = 0.6  # this close to a small-talk line is small talk
+    # Said as written to a question about the assistant itself (as close to one of
+    # IDENTITY as small talk must be, and closer than to any entry: a file's own "Who
+    # are you?" entry wins). A persona sets it ("I'm Ada." from its name by default);
+    # "" leaves such questions to the model, as small talk.
+    introduction: str = ""
     context_entries: int = 2  # entries put in the model's prompt (generate, auto)
     cache_dir: str = ""  # where entry embeddings are kept; "" = ~/.cache/voice/knowledge
 
@@ -181,6 +195,7 @@ class Grounding:
         self.index = index
         self.config = config
         self._small_talk = index.embedder.embed(list(SMALL_TALK))
+        self._identity = index.embedder.embed(list(IDENTITY)) if config.introduction else None
         # The last few decisions by text: a speculative reply and the reply it becomes
         # (or another session asked the same) cost one lookup, not two.
         self._recent: RecentByText[Decision] = RecentByText(RECENT)
@@ -197,6 +212,11 @@ class Grounding:
         matches = tuple(self.index.search(text, k=k, vector=vector))
         small_talk = float(np.max(self._small_talk @ vector))
         best = matches[0] if matches else None
+        if self._identity is not None:
+            about_me = float(np.max(self._identity @ vector))
+            closest = best is None or about_me > best.meaning
+            if about_me >= config.small_talk_threshold and closest:
+                return Decision("say", config.introduction, matches, small_talk)
         # A confident entry without the kind of fact asked for is asked back (below).
         held_back = best is not None and config.fact_kinds and missing_kind(text, best.entry.answer)
         if best is not None and best.confidence >= config.threshold and not held_back:
