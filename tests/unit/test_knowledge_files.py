@@ -231,9 +231,12 @@ def test_a_question_about_the_assistant_gets_its_introduction(index: KnowledgeIn
     with an introduction, questions about itself are answered as written; questions
     about a name of the place are not taken for them; a file's own entry wins."""
     kiosk = Grounding(index, KnowledgeConfig(path="x", introduction="I'm Ada, the guide."))
-    for question in ("What's your name?", "who am I talking to", "What should I call you?"):
+    for question in ("What's your name?", "who am I talking to", "What can you help me with?"):
         decision = kiosk(question)
         assert (decision.kind, decision.text) == ("say", "I'm Ada, the guide."), question
+    named = Grounding(index, KnowledgeConfig(path="x", name="Ada"))
+    assert named("What should I call you?").text == "I'm Ada."
+    assert named("What can you do?").text != "I'm Ada."  # a name does not say what it does
     assert kiosk("where is the cafe?").kind == "say"
     for other in ("What's the name of the cafe?", "who is the director of the museum?"):
         assert kiosk(other).text != "I'm Ada, the guide.", other
@@ -246,16 +249,16 @@ def test_a_question_about_the_assistant_gets_its_introduction(index: KnowledgeIn
     assert mine("Who are you?").text == "The robot guide."
 
 
-def test_a_persona_introduces_itself_by_its_name_unless_it_says_otherwise() -> None:
+def test_a_persona_gives_its_name_and_its_introduction() -> None:
     from voice.assistant.persona import Persona
 
     settings = load_settings(None)
-    assert Persona(name="Ada").apply(settings).knowledge.introduction == "I'm Ada."
+    plain = Persona(name="Ada").apply(settings).knowledge
+    assert (plain.name, plain.introduction) == ("Ada", "")
     told = Persona(name="Brom", introduction="Brom. I make swords.").apply(settings)
     assert told.knowledge.introduction == "Brom. I make swords."
-    assert Persona(name="Ada", introduction="").apply(settings).knowledge.introduction == ""
-    # in another language the English default would be wrong: the persona writes its own
-    assert Persona(name="Lena", language="de").apply(settings).knowledge.introduction == ""
+    # in another language "I'm Lena." would be wrong: the persona writes its own
+    assert Persona(name="Lena", language="de").apply(settings).knowledge.name == ""
 
 
 def test_an_entry_without_the_price_or_time_asked_for_is_asked_back(

@@ -17,7 +17,7 @@ knowledge = "brom.md"      # what it knows (Markdown; relative to this file), do
 answer = "verbatim"        # how: auto, verbatim (entries said as written), generate
 unknown_reply = "Never heard of it."   # said to a question the knowledge does not answer
 ask_text = "You mean {heading}?"       # a question it is not sure of, asked back
-introduction = "Brom. I make swords."  # said when asked who it is ("I'm Brom." by default)
+introduction = "Brom. I make swords."  # asked who it is or what it does ("I'm Brom.")
 ```
 
 Everything is optional except ``name``. A persona changes a copy of the
@@ -79,8 +79,8 @@ class Persona:
     answer: str | None = None
     unknown_reply: str | None = None
     ask_text: str | None = None  # "{heading}" stands for the entry asked about
-    # Said as written when asked who it is (with a knowledge file); "I'm <name>." by
-    # default in English. "" leaves the question to the model.
+    # Said as written when asked who it is or what it can do (with a knowledge file);
+    # left out, "I'm <name>." answers who it is (in English).
     introduction: str | None = None
 
     def __post_init__(self) -> None:
@@ -155,8 +155,8 @@ class Persona:
             out.knowledge.ask_text = self.ask_text
         if self.introduction is not None:
             out.knowledge.introduction = self.introduction
-        elif not out.knowledge.introduction and out.conversation.language in ("", "en"):
-            out.knowledge.introduction = f"I'm {self.name.strip()}."
+        if out.conversation.language in ("", "en"):  # "I'm <name>." is English
+            out.knowledge.name = self.name.strip()
         if self.barge_in is not None:
             pause_ms = BARGE_IN[self.barge_in]
             out.conversation.barge_in = pause_ms is not None

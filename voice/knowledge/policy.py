@@ -15,9 +15,9 @@ The bundled 135M model cannot be trusted to restate a fact it was given (it turn
 Small talk ("hello", "thanks", "how are you") is told apart by meaning: the
 words' embedding close to one of a few dozen small-talk lines and closer to them
 than to any entry. A question about the assistant itself ("what's your name?", "who
-are you?") is told apart the same way and answered with its ``introduction`` (a
-persona's "I'm Ada." by default): the 135M model, asked the name in its own prompt,
-called Ada "Mara".
+are you?", "what can you do?") is told apart the same way and answered with its
+``introduction`` ("I'm Ada." from a persona's name, for who it is): the 135M model,
+asked the name in its own prompt, called Ada "Mara".
 """
 
 from __future__ import annotations
@@ -51,11 +51,16 @@ SMALL_TALK = (
     "that's great", "cool", "awesome", "wow", "sorry", "excuse me", "never mind",
     "can you hear me", "tell me a joke", "I'm fine, thanks", "good, and you",
 )  # fmt: skip
-# Questions about the assistant itself, answered with ``introduction`` where there is one.
+# Questions about the assistant itself: who it is (its ``introduction``, else "I'm
+# <name>."), and what it can do (its ``introduction`` only: a name does not say that).
 IDENTITY = (
     "what's your name", "what is your name", "may I ask your name", "do you have a name",
     "who are you", "who am I talking to", "who is this", "what are you called",
     "what should I call you", "tell me about yourself", "introduce yourself",
+)  # fmt: skip
+CAPABILITY = (
+    "what can you do", "what can you help me with", "how can you help me",
+    "what can I ask you", "what do you know", "what are you for",
 )  # fmt: skip
 
 
@@ -87,11 +92,13 @@ class KnowledgeConfig:
     # question, is treated as a weaker match (voice.knowledge.fact_kinds): asked back.
     fact_kinds: bool = True
     small_talk_threshold: float = 0.6  # this close to a small-talk line is small talk
-    # Said as written to a question about the assistant itself (as close to one of
-    # IDENTITY as small talk must be, and closer than to any entry: a file's own "Who
-    # are you?" entry wins). A persona sets it ("I'm Ada." from its name by default);
-    # "" leaves such questions to the model, as small talk.
+    # Said as written to a question about the assistant itself, who it is or what it
+    # can do (as close to one of IDENTITY or CAPABILITY as small talk must be to its
+    # lines, and closer than to any entry: a file's own "Who are you?" entry wins).
     introduction: str = ""
+    # Without an introduction, "I'm <name>." answers who it is (a persona sets its name,
+    # in English). Neither: such questions go to the model, as small talk.
+    name: str = ""
     context_entries: int = 2  # entries put in the model's prompt (generate, auto)
     cache_dir: str = ""  # where entry embeddings are kept; "" = ~/.cache/voice/knowledge
 
@@ -195,7 +202,11 @@ class Grounding:
         self.index = index
         self.config = config
         self._small_talk = index.embedder.embed(list(SMALL_TALK))
-        self._identity = index.embedder.embed(list(IDENTITY)) if config.introduction else None
+        # Questions about the assistant, each with its answer as written.
+        who = config.introduction or (f"I'm {config.name}." if config.name else "")
+        about: list[tuple[tuple[str, ...], str]] = [(IDENTITY, who)]
+        about.append((CAPABILITY, config.introduction))
+        self._about = [(index.embedder.embed(list(lines)), said) for lines, said in about if said]
         # The last few decisions by text: a speculative reply and the reply it becomes
         # (or another session asked the same) cost one lookup, not two.
         self._recent: RecentByText[Decision] = RecentByText(RECENT)
@@ -212,11 +223,11 @@ class Grounding:
         matches = tuple(self.index.search(text, k=k, vector=vector))
         small_talk = float(np.max(self._small_talk @ vector))
         best = matches[0] if matches else None
-        if self._identity is not None:
-            about_me = float(np.max(self._identity @ vector))
+        for lines, said in self._about:
+            about_me = float(np.max(lines @ vector))
             closest = best is None or about_me > best.meaning
             if about_me >= config.small_talk_threshold and closest:
-                return Decision("say", config.introduction, matches, small_talk)
+                return Decision("say", said, matches, small_talk)
         # A confident entry without the kind of fact asked for is asked back (below).
         held_back = best is not None and config.fact_kinds and missing_kind(text, best.entry.answer)
         if best is not None and best.confidence >= config.threshold and not held_back:
