@@ -54,13 +54,14 @@ def test_markdown_as_people_write_it_is_read_as_it_would_be_heard() -> None:
         "Prices checked in March.\n"
         "## How much is a ticket?\n"
         "Five pounds. <!-- 2026 -->\n"
+        "#museum #dinosaurs\n"  # hashtags, not a heading: said
     )
     entries = parse_knowledge(text, "kiosk.md")
     assert [e.phrasings for e in entries] == [("Opening hours",), ("How much is a ticket?",)]
     assert entries[0].answer == (
         "We are open: Monday to Friday, nine to five. Saturday: ten to four. Sunday closed!"
     )
-    assert entries[1].answer == "Five pounds."
+    assert entries[1].answer == "Five pounds. #museum #dinosaurs"
     assert entries[1].source == "kiosk.md:11"  # lines still counted through the comment
 
 

@@ -42,6 +42,7 @@ _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 _RULE = re.compile(r"^(?:[-*_]\s*){3,}$")
 _CLOSING_HASHES = re.compile(r"\s+#+$")
+_SECTION = re.compile(r"^#(?:\s|$)")  # "# Tickets"; "#museum" is a hashtag, not a heading
 
 
 class KnowledgeError(ConfigError):
@@ -110,11 +111,11 @@ def parse_knowledge(text: str, name: str = "<text>") -> list[Entry]:
             if not phrasings:
                 raise KnowledgeError(f"{name}, line {number}: a '##' heading with no text.", HINT)
             heading, heading_line, body = phrasings, number, []
-        elif stripped.startswith("#") and not stripped.startswith("##"):
+        elif _SECTION.match(stripped):
             close()  # a section heading: its lines up to the next entry are notes
             heading, body = None, []
         elif heading is not None:
-            if stripped.startswith("#"):
+            if stripped.startswith("###"):
                 raise KnowledgeError(
                     f"{name}, line {number}: only '## ' headings start entries; "
                     f"'{stripped[:40]}' would be read aloud as part of an answer.",
