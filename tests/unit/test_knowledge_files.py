@@ -413,3 +413,5 @@ def test_a_question_file_is_read_strictly_and_a_bare_phrase_is_a_group(tmp_path:
         (tmp_path / "bad.jsonl").write_text(bad + "\n", encoding="utf-8")
         with pytest.raises(ConfigError, match="line 1: not a question"):
             load_questions(tmp_path / "bad.jsonl")
+    with pytest.raises(ConfigError, match=r"missing\.jsonl not found"):
+        load_questions(tmp_path / "missing.jsonl")  # a clear error, not a traceback

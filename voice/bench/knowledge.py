@@ -47,6 +47,7 @@ from voice.knowledge.retrieve import KnowledgeIndex
 from voice.runtime.engines import EngineLane
 from voice.runtime.faults import make_lane
 from voice.stats import p50_p95
+from voice.think.backend import LlmConfig
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "knowledge"
 DEFAULT_KNOWLEDGE = EXAMPLES / "museum.md"
@@ -77,7 +78,17 @@ class Question:
 
 def load_questions(path: Path) -> list[Question]:
     questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = "not found" if isinstance(exc, FileNotFoundError) else "unreadable"
+        raise ConfigError(
+            f"question file {path} {why}.",
+            "Give one with --questions FILE: JSON lines, "
+            '{"q": "...", "in_scope": true, "expect": [["seven", "7"]]} or '
+            '{"q": "...", "in_scope": false} (docs/knowledge.md).',
+        ) from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -187,10 +198,14 @@ def _settings_for(settings: Settings, policy: str, path: Path, entries: list[Ent
     out.conversation.apology_text = ""
     out.conversation.greeting = ""
     out.llm.seed = out.llm.seed if out.llm.seed >= 0 else 1
-    out.llm.system_prompt = PERSONA
+    # The settings' prompt where one was given (a persona's), else the museum guide's.
+    persona = settings.llm.system_prompt
+    if persona == LlmConfig().system_prompt:
+        persona = PERSONA
+    out.llm.system_prompt = persona
     if policy == "prompt":
         facts = " ".join(e.answer for e in entries)
-        out.llm.system_prompt = f"{PERSONA} What you know: {facts}"
+        out.llm.system_prompt = f"{persona} What you know: {facts}"
         out.knowledge.path = ""
     else:
         out.knowledge.path = str(path)
@@ -282,7 +297,8 @@ def bench_knowledge(
 ) -> dict[str, Any]:
     """``spoken``: also say the first N questions (in and out of scope, alternating)
     through a real conversation (voice.bench.knowledge_spoken); 0 skips it."""
-    path = Path(knowledge) if knowledge else DEFAULT_KNOWLEDGE
+    # The flag's file, else the settings' (a persona's), else the museum's.
+    path = Path(knowledge or settings.knowledge.path or DEFAULT_KNOWLEDGE)
     qpath = Path(questions_path) if questions_path else path.with_suffix(".questions.jsonl")
     entries = read_knowledge(path)
     questions = load_questions(qpath)
