@@ -183,8 +183,12 @@ def test_an_npc_answers_its_lore_through_the_embedding_api() -> None:
     try:
         brom.send_text("What does a steel sword cost?")
         assert ended.wait(60), "no reply"
+        ended.clear()
+        brom.send_text("So what can you do for me?")  # about him: his persona's introduction
+        assert ended.wait(60), "no reply"
     finally:
         stop.set()
         clock.join()
-    assert heard[-1] == "An iron sword is thirty silver, a steel one fifty."
+    assert heard[0] == "An iron sword is thirty silver, a steel one fifty."
+    assert heard[1] == "Brom. I forge swords, axes and horseshoes, and I mend what you break."
     assert copy.copy(brom.settings.knowledge.unknown_reply).startswith("Hmph")
