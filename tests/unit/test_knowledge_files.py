@@ -17,7 +17,14 @@ from voice.errors import ConfigError
 from voice.knowledge.fact_kinds import missing_kind
 from voice.knowledge.parse import KnowledgeError, parse_knowledge, read_knowledge
 from voice.knowledge.policy import Grounding, KnowledgeConfig
-from voice.knowledge.retrieve import KnowledgeIndex, Weights, stem, terms
+from voice.knowledge.retrieve import (
+    KnowledgeIndex,
+    Weights,
+    stem,
+    terms,
+    without_fillers,
+    words_of,
+)
 
 FILE = """# Notes for the editor: never read aloud
 
@@ -225,6 +232,22 @@ def test_the_policy_says_entries_declines_the_rest_and_leaves_small_talk(
     generate = Grounding(index, KnowledgeConfig(path="x", answer="generate"))
     context = generate("where can I park my car")
     assert context.kind == "context" and "Mill Street" in context.text
+
+
+def test_hesitations_in_a_transcript_do_not_count_against_the_question(
+    index: KnowledgeIndex,
+) -> None:
+    """Whisper keeps some "um"s and "uh"s; as words no entry has they had counted against
+    every entry (the cafe's words signal 1.0 -> 0.23)."""
+    assert without_fillers("Umm... so, er, where is the, uh, cafe?") == "so where is the cafe?"
+    assert without_fillers("the summer hours of the mummy room, hmm") == (
+        "the summer hours of the mummy room"
+    )
+    assert words_of("okay, um, where's the cafe then") == ["cafe"]
+    grounding = Grounding(index, KnowledgeConfig(path="x"))
+    clean, hesitant = grounding("where is the cafe"), grounding("um, where is the, uh, cafe?")
+    assert hesitant.kind == clean.kind == "say" and hesitant.text == clean.text
+    assert hesitant.matches[0].words == clean.matches[0].words == 1.0
 
 
 def test_a_question_about_the_assistant_gets_its_introduction(index: KnowledgeIndex) -> None:

@@ -34,7 +34,7 @@ from voice.embed.recent import RecentByText
 from voice.errors import ConfigError
 from voice.knowledge.fact_kinds import missing_kind
 from voice.knowledge.parse import read_knowledge
-from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match
+from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match, without_fillers
 from voice.models import user_cache_dir
 
 POLICIES = ("auto", "verbatim", "generate")
@@ -216,6 +216,7 @@ class Grounding:
 
     def decide(self, text: str) -> Decision:
         config = self.config
+        text = without_fillers(text)  # "um, where is the, uh, cafe?": the question
         if not text.strip():
             return Decision("chat")
         vector = self.index.embedder.embed([text])[0]
