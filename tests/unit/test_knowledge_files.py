@@ -330,15 +330,16 @@ def test_the_kind_of_fact_a_question_asks_for(question: str, answer: str, missin
 def test_a_reply_to_a_question_back_is_read_by_its_first_word() -> None:
     from voice.knowledge.policy import answer_to_question
 
-    for yes in ("Yes.", "yeah, please", "Yep!", "That's right", "uh huh", "correct"):
+    for yes in ("Yes.", "yeah, please", "Yep!", "That's right", "uh huh", "correct",
+                "Hmm, yes.", "Oh, yeah", "Well, I do"):  # fmt: skip
         assert answer_to_question(yes) == "yes", yes
-    for no in ("No.", "nope", "No, thanks", "not really", "I don't"):
+    for no in ("No.", "nope", "No, thanks", "not really", "I don't", "Oh no", "Um, no"):
         assert answer_to_question(no) == "no", no
     for yes, no in (("Sí, gracias", "No"), ("Oui", "Non, merci"), ("Ja, genau", "Nein"),
                     ("是的", "不是")):  # fmt: skip
         assert (answer_to_question(yes), answer_to_question(no)) == ("yes", "no"), yes
     # A new question, or words that are neither, are decided on their own.
-    for other in ("No, where are the toilets then?", "Where is the cafe?", "", "maybe"):
+    for other in ("No, where are the toilets then?", "Where is the cafe?", "", "maybe", "Um."):
         assert answer_to_question(other) == "", other
 
 

@@ -159,6 +159,10 @@ _YES = {
     "sí", "si", "claro", "oui", "ouais", "ja", "genau", "是", "是的", "对", "对的", "嗯", "好",
 }  # fmt: skip
 _NO = {"no", "nope", "nah", "not", "wrong", "non", "nein", "不", "不是", "不对", "没有"}
+# Said before the answer to a question back ("hmm, yes", "oh no"): not the answer.
+_LEAD_INS = {
+    "um", "umm", "uh", "uhm", "er", "erm", "hmm", "mm", "ah", "oh", "well", "so", "okay", "ok",
+}  # fmt: skip
 
 
 def answer_to_question(text: str) -> str:
@@ -166,6 +170,8 @@ def answer_to_question(text: str) -> str:
     the visitor's reply to a question back, by its first word."""
     low = text.lower().replace("’", "'")
     words = "".join(c if c.isalnum() or c == "'" else " " for c in low).split()
+    while len(words) > 1 and words[0] in _LEAD_INS and words[:2] != ["uh", "huh"]:
+        words = words[1:]  # "hmm, yes", "oh no", "well, yeah": the answer is the word after
     if not words or len(words) > 4:  # more than "yes, that's right, please": a new turn
         return ""
     if words[0] in _YES or words[:2] in (["uh", "huh"], ["that's", "right"], ["i", "do"]):
