@@ -116,12 +116,16 @@ def _llm_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    from voice.app.build import load_grounding
     from voice.reply.chat import run_chat
 
     settings = _settings(args)
+    grounding = load_grounding(settings.knowledge)  # a persona's or --knowledge's file
     if sys.stdin.isatty():
         print("Type a message and press Enter; Ctrl-D ends.", file=sys.stderr)
-    return run_chat(settings.llm, settings.tts, sys.stdin, Path(args.out_dir))
+    return run_chat(
+        settings.llm, settings.tts, sys.stdin, Path(args.out_dir), grounding=grounding
+    )
 
 
 def sample_path() -> Path:
@@ -613,6 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", default="chat", help="one WAV per reply goes here")
     _llm_args(p)
     _settings_args(p)
+    _knowledge_arg(p)
     p.set_defaults(func=cmd_chat)
 
     p = sub.add_parser("say", help="speak text into a WAV file with Piper")

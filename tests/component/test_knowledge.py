@@ -1,7 +1,8 @@
 """Grounded answers through the real models (docs/knowledge.md): a museum question is
 answered with its entry's fact, a question the file does not cover with the unknown
-reply, small talk by the model; a spoken question through `voice simulate`; an NPC's
-lore through the embedding API; a broken file named with its line."""
+reply, small talk by the model; typed lines through `voice chat`; a spoken question
+through `voice simulate`; an NPC's lore and introduction through the embedding API; a
+broken file named with its line."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from voice.app.build import build_session, load_engines
 from voice.assistant import Assistant, ModelPool
+from voice.audio import read_wav
 from voice.bench.knowledge import _answer
 from voice.config import Settings
 from voice.events import Event, KnowledgeAnswer
@@ -150,6 +152,29 @@ def test_a_spoken_yes_answers_the_question_back(engines: Engines) -> None:
     assert kinds == ["ask", "say"], kinds
     said = "".join(e["text"] for e in events if e["type"] == "reply_text")
     assert "Do you mean: space gallery?" in said and "Soyuz capsule" in said
+
+
+def test_voice_chat_answers_from_the_personas_knowledge(tmp_path: Path) -> None:
+    """The typed conversation on the terminal is a way in too: it had given the guide's
+    questions to the model, which invented a cafe called "El Tres Cozas"."""
+    result = subprocess.run(
+        [sys.executable, "-m", "voice.cli", "chat", "--out-dir", str(tmp_path),
+         "--persona", str(ROOT / "examples" / "personas" / "guide.toml")],
+        input="What's your name?\nWhere can I see the rockets?\nyes\n"
+        "Do you have any Egyptian mummies?\n",
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    said = [line[len("assistant> ") :] for line in result.stdout.splitlines()
+            if line.startswith("assistant> ")]  # fmt: skip
+    assert said[0].startswith("I'm Ada, the museum's guide.")
+    assert said[1:3] == [
+        "Do you mean: space gallery?",
+        "The space gallery is on the second floor, with a real Soyuz capsule and a moon rock "
+        "you can touch.",
+    ]
+    assert said[3] == "Sorry, I don't know that. Please ask at the front desk."
+    assert len(read_wav(tmp_path / "turn_004.wav")) > 16000 * 0.5  # spoken, too
 
 
 def test_a_broken_knowledge_file_is_one_message_naming_file_and_line(tmp_path: Path) -> None:

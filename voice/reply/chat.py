@@ -6,12 +6,15 @@ the terminal and one WAV file per turn.
 
 It takes the LLM's and the voice's own sections, not the whole ``Settings``: the
 reply pipeline sits below the layer that reads settings (see docs/architecture.md).
+With a knowledge file, the caller passes its ``grounding``, and a line is answered
+as every other way in answers it (docs/knowledge.md): an entry, the unknown reply or a
+question back said as written, the model with the entry's facts, or the model.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
@@ -19,10 +22,11 @@ import numpy as np
 
 from voice.audio import write_wav
 from voice.errors import VoiceError
-from voice.reply.history import History
+from voice.knowledge.policy import Decision, context_prompt, follow_up
+from voice.reply.history import History, Prompt
 from voice.reply.pipeline import ReplyDone, SpokenAudio, TextDelta, speak_reply
 from voice.speak.tts import PiperTts, TtsConfig
-from voice.think.backend import LlmConfig, make_backend, prefill
+from voice.think.backend import LlmConfig, Message, make_backend, prefill
 
 
 def run_chat(
@@ -31,6 +35,7 @@ def run_chat(
     lines: Iterable[str],
     out_dir: Path,
     out: TextIO = sys.stdout,
+    grounding: Callable[[str], Decision] | None = None,
 ) -> int:
     llm = make_backend(llm_config)
     tts = PiperTts(tts_config)
@@ -38,6 +43,7 @@ def run_chat(
     history = History.for_backend(llm, llm_config, tts_config.speaking_rate)
     out_dir.mkdir(parents=True, exist_ok=True)
     turn = 0
+    asked: Decision | None = None  # the question back the next line answers
     for line in lines:
         text = line.strip()
         if not text:
@@ -48,6 +54,17 @@ def run_chat(
             print(f"voice: {exc}", file=out, flush=True)
             continue
         turn += 1
+        decision = None
+        if grounding is not None:
+            decision = (follow_up(asked, text) if asked else None) or grounding(text)
+            asked = decision if decision.kind == "ask" else None
+            if decision.spoken_as_written:
+                _say_as_written(decision, text, tts, history, out_dir / f"turn_{turn:03d}.wav", out)
+                continue
+            if decision.kind == "context":
+                system, *rest = messages
+                facts = Message(system.role, context_prompt(system.content, decision.text))
+                messages = Prompt([facts, *rest], messages.seed, messages.limits)
         audio: list[np.ndarray] = []
         print("assistant> ", end="", file=out, flush=True)
         done: ReplyDone | None = None
@@ -78,6 +95,16 @@ def run_chat(
         )
         prefill(llm, history.so_far())  # while the user types the next line
     return 0
+
+
+def _say_as_written(
+    decision: Decision, text: str, tts: PiperTts, history: History, path: Path, out: TextIO
+) -> None:
+    """The knowledge's answer (an entry, the unknown reply, a question back): no model."""
+    print(f"assistant> {decision.text}", file=out, flush=True)
+    write_wav(path, tts.synthesize_all(decision.text), tts.output_rate)
+    history.add_turn(text, decision.text)
+    print(f"  [{decision.kind}: as written, from the knowledge; audio: {path}]", file=out)
 
 
 def _ms(seconds: float | None) -> str:
