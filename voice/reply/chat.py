@@ -54,9 +54,12 @@ def run_chat(
             print(f"voice: {exc}", file=out, flush=True)
             continue
         turn += 1
-        decision = None
         if grounding is not None:
-            decision = (follow_up(asked, text) if asked else None) or grounding(text)
+            try:
+                decision = (follow_up(asked, text) if asked else None) or grounding(text)
+            except Exception as exc:  # retrieval must never silence the assistant
+                print(f"voice: knowledge lookup failed ({exc}); the model answers", file=out)
+                decision = Decision("chat")
             asked = decision if decision.kind == "ask" else None
             if decision.spoken_as_written:
                 _say_as_written(decision, text, tts, history, out_dir / f"turn_{turn:03d}.wav", out)
