@@ -123,9 +123,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     grounding = load_grounding(settings.knowledge)  # a persona's or --knowledge's file
     if sys.stdin.isatty():
         print("Type a message and press Enter; Ctrl-D ends.", file=sys.stderr)
-    return run_chat(
-        settings.llm, settings.tts, sys.stdin, Path(args.out_dir), grounding=grounding
-    )
+    return run_chat(settings.llm, settings.tts, sys.stdin, Path(args.out_dir), grounding=grounding)
 
 
 def sample_path() -> Path:

@@ -299,7 +299,8 @@ class KnowledgeAnswer(Event):
     cover), "context" (the model answers with the best entries in its prompt) or
     "chat" (small talk: the model answers as it would without knowledge) or "ask" (a
     weaker match, asked back: "Do you mean: where is the cafe?"; the visitor's "yes"
-    gets ``entry``'s answer, "no" the unknown reply).
+    gets ``entry``'s answer, "no" the unknown reply) or "repeat" (the last reply said
+    again: "pardon?").
     ``confidence``: the best entry's, 0 where none matched."""
 
     type: ClassVar[str] = "knowledge"

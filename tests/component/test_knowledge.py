@@ -92,6 +92,24 @@ def test_a_weaker_match_is_asked_back_and_yes_or_no_decides(engines: Engines) ->
         lane.close()
 
 
+def test_pardon_says_the_last_reply_again_and_a_question_back_stays_open(
+    engines: Engines,
+) -> None:
+    """A visitor who missed the reply had been told "Sorry, I don't know that."."""
+    session = build_session(_settings(), engines)
+    lane = make_lane(engines)
+    try:
+        cafe, _ = _answer(session, lane, "Where is the cafe?")
+        again, _ = _answer(session, lane, "Sorry, can you say that again?", new_visitor=False)
+        assert again == cafe and "ground floor" in cafe
+        asked, _ = _answer(session, lane, "Where can I see the rockets?")
+        assert _answer(session, lane, "Pardon?", new_visitor=False)[0] == asked
+        told, _ = _answer(session, lane, "Yes.", new_visitor=False)  # still its answer
+        assert "Soyuz capsule" in told
+    finally:
+        lane.close()
+
+
 def test_generate_gives_the_model_the_entry(engines: Engines) -> None:
     settings = _settings()
     settings.knowledge.answer = "generate"

@@ -273,6 +273,14 @@ def test_a_question_about_the_assistant_gets_its_introduction(index: KnowledgeIn
     assert mine("Who are you?").text == "The robot guide."
 
 
+def test_asking_for_the_last_reply_again_is_told_apart(index: KnowledgeIndex) -> None:
+    grounding = Grounding(index, KnowledgeConfig(path="x"))
+    for again in ("Pardon?", "What?", "Sorry, can you say that again?", "I didn't catch that"):
+        assert grounding(again).kind == "repeat", again
+    for other in ("Where is the cafe?", "Can I come again tomorrow?", "Sorry", "what"):
+        assert grounding(other).kind != "repeat", other
+
+
 def test_a_persona_gives_its_name_and_its_introduction() -> None:
     from voice.assistant.persona import Persona
 

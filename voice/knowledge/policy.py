@@ -62,6 +62,15 @@ CAPABILITY = (
     "what can you do", "what can you help me with", "how can you help me",
     "what can I ask you", "what do you know", "what are you for",
 )  # fmt: skip
+# Asking for the last reply again: a visitor at a noisy kiosk who missed it ("pardon?")
+# had been told "Sorry, I don't know that."
+REPEAT = (
+    "say that again", "sorry, can you say that again", "can you repeat that", "pardon",
+    "what did you say", "sorry, what was that", "come again", "I didn't catch that",
+    "sorry, I missed that", "I didn't hear you", "one more time, please",
+)  # fmt: skip
+# One word asked back, too short for its meaning to be sure of, taken as it is written.
+_REPEAT_WORDS = {"what?", "sorry?", "huh?", "eh?", "pardon?", "pardon", "pardon me?", "again?"}
 
 
 @dataclass
@@ -125,7 +134,7 @@ class KnowledgeConfig:
             )
 
 
-Kind = Literal["say", "unknown", "context", "chat", "ask"]
+Kind = Literal["say", "unknown", "context", "chat", "ask", "repeat"]
 
 
 @dataclass(frozen=True)
@@ -137,7 +146,8 @@ class Decision:
     best entries) in its prompt; ``chat``: the model answers as it would without
     knowledge (small talk); ``ask``: speak ``text``, a question back ("Do you mean:
     where is the cafe?"), whose "yes" is answered with ``if_yes`` (the entry) and
-    "no" with ``if_no`` (the unknown reply)."""
+    "no" with ``if_no`` (the unknown reply); ``repeat``: say the last reply again (the
+    conversation knows it: "pardon?")."""
 
     kind: Kind
     text: str = ""
@@ -213,6 +223,7 @@ class Grounding:
         about: list[tuple[tuple[str, ...], str]] = [(IDENTITY, who)]
         about.append((CAPABILITY, config.introduction))
         self._about = [(index.embedder.embed(list(lines)), said) for lines, said in about if said]
+        self._repeat = index.embedder.embed(list(REPEAT))
         # The last few decisions by text: a speculative reply and the reply it becomes
         # (or another session asked the same) cost one lookup, not two.
         self._recent: RecentByText[Decision] = RecentByText(RECENT)
@@ -230,6 +241,11 @@ class Grounding:
         matches = tuple(self.index.search(text, k=k, vector=vector))
         small_talk = float(np.max(self._small_talk @ vector))
         best = matches[0] if matches else None
+        again = float(np.max(self._repeat @ vector))
+        if text.strip().lower() in _REPEAT_WORDS or (
+            again >= config.small_talk_threshold and (best is None or again > best.meaning)
+        ):
+            return Decision("repeat", "", matches, small_talk)
         for lines, said in self._about:
             about_me = float(np.max(lines @ vector))
             closest = best is None or about_me > best.meaning

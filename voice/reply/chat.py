@@ -60,7 +60,11 @@ def run_chat(
             except Exception as exc:  # retrieval must never silence the assistant
                 print(f"voice: knowledge lookup failed ({exc}); the model answers", file=out)
                 decision = Decision("chat")
-            asked = decision if decision.kind == "ask" else None
+            if decision.kind == "repeat":  # "pardon?": the last reply again; a question
+                last = history.last_said()  # back said again is still open
+                decision = Decision("say", last) if last else Decision("chat")
+            else:
+                asked = decision if decision.kind == "ask" else None
             if decision.spoken_as_written:
                 _say_as_written(decision, text, tts, history, out_dir / f"turn_{turn:03d}.wav", out)
                 continue

@@ -173,6 +173,12 @@ class History:
         """The system prompt and the turns a next prompt would keep (for pre-filling)."""
         return self.prompt_for("")[:-1]
 
+    def last_said(self) -> str:
+        """The assistant's last words as the user heard them ("" before any): what
+        "pardon?" asks for again."""
+        said = [m.content for m in self.turns if m.role == "assistant"]
+        return said[-1] if said else ""
+
     def add_turn(self, user_text: str, assistant_text: str) -> None:
         """A question and what was said in answer. A reply of which nothing was said
         (the model only repeated itself) is not kept: it would seed the next one."""

@@ -152,7 +152,8 @@ class ServerMetrics:
         self.knowledge = _Labelled(
             Counter(
                 "voice_knowledge_answers",
-                "Replies the knowledge file decided, by kind (say, unknown, context, chat, ask).",
+                "Replies the knowledge file decided, by kind (say, unknown, context, chat, ask, "
+                "repeat).",
                 ["kind"],
                 registry=r,
             )

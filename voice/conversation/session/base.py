@@ -264,13 +264,21 @@ class SessionBase:
             problem = f"knowledge lookup failed: {type(exc).__name__}: {exc}"
             self._emit(Error(audio_ms=self.now_ms, code="knowledge_failed", message=problem))
             return
+        repeat = decision.kind == "repeat"
+        if repeat:  # "pardon?": the last reply again, as it was said
+            last = self.history.last_said()
+            if not last:
+                return  # nothing said yet: the model answers
+            decision = Decision("say", last, decision.matches)
         best = decision.matches[0] if decision.matches else None
         gen.knowledge = (
-            decision.kind,
-            best.entry.heading if best is not None and decision.kind != "unknown" else "",
+            "repeat" if repeat else decision.kind,
+            best.entry.heading if best is not None and decision.kind != "unknown" and not repeat
+            else "",
             best.confidence if best is not None else 0.0,
-        )
-        gen.asked = decision if decision.kind == "ask" else None
+        )  # fmt: skip
+        # A question back said again is still open: the words after it are its answer.
+        gen.asked = self._asked if repeat else decision if decision.kind == "ask" else None
         if decision.spoken_as_written:
             gen.said = True
             gen.add_delta(decision.text, self.now_ms)
