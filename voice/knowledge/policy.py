@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -34,7 +35,7 @@ from voice.embed.recent import RecentByText
 from voice.errors import ConfigError
 from voice.knowledge.fact_kinds import missing_kind
 from voice.knowledge.parse import read_knowledge
-from voice.knowledge.retrieve import Embeds, KnowledgeIndex, Match, without_fillers
+from voice.knowledge.retrieve import Embeds, FloatArray, KnowledgeIndex, Match, without_fillers
 from voice.models import user_cache_dir
 
 POLICIES = ("auto", "verbatim", "generate")
@@ -159,7 +160,7 @@ class Decision:
 
     @property
     def spoken_as_written(self) -> bool:
-        return self.kind in ("say", "unknown", "ask")
+        return self.kind in ("say", "unknown", "ask", "repeat")
 
 
 # English, and the first word of a yes or a no in the languages the voices speak
@@ -202,6 +203,20 @@ def follow_up(asked: Decision, text: str) -> Decision | None:
     return None
 
 
+def turn_decision(
+    grounding: Callable[[str], Decision], asked: Decision | None, text: str, last_said: str
+) -> tuple[Decision | None, Decision | None]:
+    """What to do with a turn's ``text``, and the question back still open after it.
+
+    The answer to an open question back (``asked``) comes first, then the knowledge.
+    "Pardon?" says ``last_said`` again and leaves the question open (the words after it
+    are still its answer); with nothing said yet it is None: the model answers."""
+    decision = (follow_up(asked, text) if asked else None) or grounding(text)
+    if decision.kind == "repeat":
+        return (dataclasses.replace(decision, text=last_said) if last_said else None), asked
+    return decision, decision if decision.kind == "ask" else None
+
+
 def clarifying_question(heading: str, template: str = ASK_TEXT) -> str:
     """How a weak match is asked back: its heading, in ``template`` ("Do you mean:
     where is the cafe?", "Do you mean: ticket prices?"); a topic heading reads as well
@@ -220,8 +235,10 @@ class Grounding:
         self._small_talk = index.embedder.embed(list(SMALL_TALK))
         # Questions about the assistant, each with its answer as written.
         who = config.introduction or (f"I'm {config.name}." if config.name else "")
-        about: list[tuple[tuple[str, ...], str]] = [(IDENTITY, who)]
-        about.append((CAPABILITY, config.introduction))
+        about: tuple[tuple[tuple[str, ...], str], ...] = (
+            (IDENTITY, who),
+            (CAPABILITY, config.introduction),
+        )
         self._about = [(index.embedder.embed(list(lines)), said) for lines, said in about if said]
         self._repeat = index.embedder.embed(list(REPEAT))
         # The last few decisions by text: a speculative reply and the reply it becomes
@@ -241,15 +258,16 @@ class Grounding:
         matches = tuple(self.index.search(text, k=k, vector=vector))
         small_talk = float(np.max(self._small_talk @ vector))
         best = matches[0] if matches else None
-        again = float(np.max(self._repeat @ vector))
-        if text.strip().lower() in _REPEAT_WORDS or (
-            again >= config.small_talk_threshold and (best is None or again > best.meaning)
-        ):
+
+        def nearer(lines: FloatArray) -> bool:
+            """As close to one of ``lines`` as small talk must be, closer than any entry."""
+            score = float(np.max(lines @ vector))
+            return score >= config.small_talk_threshold and (best is None or score > best.meaning)
+
+        if text.strip().lower() in _REPEAT_WORDS or nearer(self._repeat):
             return Decision("repeat", "", matches, small_talk)
         for lines, said in self._about:
-            about_me = float(np.max(lines @ vector))
-            closest = best is None or about_me > best.meaning
-            if about_me >= config.small_talk_threshold and closest:
+            if nearer(lines):
                 return Decision("say", said, matches, small_talk)
         # A confident entry without the kind of fact asked for is asked back (below).
         held_back = best is not None and config.fact_kinds and missing_kind(text, best.entry.answer)
@@ -257,9 +275,7 @@ class Grounding:
             if config.answer == "generate":
                 return Decision("context", self._context(matches), matches, small_talk)
             return Decision("say", best.entry.answer, matches, small_talk)
-        if small_talk >= config.small_talk_threshold and (
-            best is None or small_talk > best.meaning
-        ):
+        if nearer(self._small_talk):
             return Decision("chat", "", matches, small_talk)
         weak = best is not None and best.confidence >= config.context_threshold
         if config.answer == "auto" and weak:

@@ -22,7 +22,7 @@ import numpy as np
 
 from voice.audio import write_wav
 from voice.errors import VoiceError
-from voice.knowledge.policy import Decision, context_prompt, follow_up
+from voice.knowledge.policy import Decision, context_prompt, turn_decision
 from voice.reply.history import History, Prompt
 from voice.reply.pipeline import ReplyDone, SpokenAudio, TextDelta, speak_reply
 from voice.speak.tts import PiperTts, TtsConfig
@@ -56,19 +56,14 @@ def run_chat(
         turn += 1
         if grounding is not None:
             try:
-                decision = (follow_up(asked, text) if asked else None) or grounding(text)
+                decision, asked = turn_decision(grounding, asked, text, history.last_said())
             except Exception as exc:  # retrieval must never silence the assistant
                 print(f"voice: knowledge lookup failed ({exc}); the model answers", file=out)
-                decision = Decision("chat")
-            if decision.kind == "repeat":  # "pardon?": the last reply again; a question
-                last = history.last_said()  # back said again is still open
-                decision = Decision("say", last) if last else Decision("chat")
-            else:
-                asked = decision if decision.kind == "ask" else None
-            if decision.spoken_as_written:
+                decision = None
+            if decision is not None and decision.spoken_as_written:
                 _say_as_written(decision, text, tts, history, out_dir / f"turn_{turn:03d}.wav", out)
                 continue
-            if decision.kind == "context":
+            if decision is not None and decision.kind == "context":
                 system, *rest = messages
                 facts = Message(system.role, context_prompt(system.content, decision.text))
                 messages = Prompt([facts, *rest], messages.seed, messages.limits)

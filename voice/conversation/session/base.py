@@ -28,7 +28,7 @@ from voice.conversation.turns import EndOfTurn, TurnConfig, split_words
 from voice.conversation.wake import WakeGate
 from voice.errors import VoiceError
 from voice.events import Error, Event, Idle, StateChanged
-from voice.knowledge.policy import Decision, context_prompt, follow_up
+from voice.knowledge.policy import Decision, context_prompt, turn_decision
 from voice.listen.listener import Listener
 from voice.reply.history import History, Prompt
 from voice.speak.chunking import SentenceChunker
@@ -258,27 +258,23 @@ class SessionBase:
         """Say the knowledge's answer as written, or give the model its facts."""
         assert self.grounding is not None
         try:
-            answered = None if self._asked is None else follow_up(self._asked, gen.user_text)
-            decision = answered or self.grounding(gen.user_text)
+            decision, asked = turn_decision(
+                self.grounding, self._asked, gen.user_text, self.history.last_said()
+            )
         except Exception as exc:  # retrieval must never silence the assistant
             problem = f"knowledge lookup failed: {type(exc).__name__}: {exc}"
             self._emit(Error(audio_ms=self.now_ms, code="knowledge_failed", message=problem))
             return
-        repeat = decision.kind == "repeat"
-        if repeat:  # "pardon?": the last reply again, as it was said
-            last = self.history.last_said()
-            if not last:
-                return  # nothing said yet: the model answers
-            decision = Decision("say", last, decision.matches)
+        if decision is None:
+            return  # "pardon?" with nothing said yet: the model answers
         best = decision.matches[0] if decision.matches else None
+        named = best is not None and decision.kind not in ("unknown", "repeat")
         gen.knowledge = (
-            "repeat" if repeat else decision.kind,
-            best.entry.heading if best is not None and decision.kind != "unknown" and not repeat
-            else "",
+            decision.kind,
+            best.entry.heading if best is not None and named else "",
             best.confidence if best is not None else 0.0,
-        )  # fmt: skip
-        # A question back said again is still open: the words after it are its answer.
-        gen.asked = self._asked if repeat else decision if decision.kind == "ask" else None
+        )
+        gen.asked = asked
         if decision.spoken_as_written:
             gen.said = True
             gen.add_delta(decision.text, self.now_ms)
