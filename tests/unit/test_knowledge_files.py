@@ -244,6 +244,7 @@ def test_hesitations_in_a_transcript_do_not_count_against_the_question(
         "the summer hours of the mummy room"
     )
     assert words_of("okay, um, where's the cafe then") == ["cafe"]
+    assert without_fillers("Er, where is the ER?") == "where is the ER?"  # an acronym stays
     grounding = Grounding(index, KnowledgeConfig(path="x"))
     clean, hesitant = grounding("where is the cafe"), grounding("um, where is the, uh, cafe?")
     assert hesitant.kind == clean.kind == "say" and hesitant.text == clean.text

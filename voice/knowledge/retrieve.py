@@ -55,8 +55,14 @@ _FILLER = re.compile(
 
 
 def without_fillers(text: str) -> str:
-    """The words as asked, hesitations left out."""
-    return " ".join(_FILLER.sub(" ", text).split())
+    """The words as asked, hesitations left out; a word in capitals is an acronym ("Where
+    is the ER?", "35 MM film"), not a hesitation, and stays."""
+
+    def drop(found: re.Match[str]) -> str:
+        word = found.group().strip(" ,.…")
+        return found.group() if len(word) > 1 and word.isupper() else " "
+
+    return " ".join(_FILLER.sub(drop, text).split())
 
 
 class Embeds(Protocol):
