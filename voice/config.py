@@ -32,7 +32,7 @@ from voice.errors import ConfigError
 from voice.knowledge.policy import KnowledgeConfig
 from voice.listen.endpoint import EndpointConfig
 from voice.listen.listener import ListenConfig
-from voice.listen.whisper import AsrConfig
+from voice.listen.whisper import BEAM_FOR_LANGUAGE, AsrConfig
 from voice.speak.tts import TtsConfig
 from voice.think.backend import LlmConfig
 from voice.tools.choose import ToolsConfig
@@ -158,7 +158,8 @@ def with_language(settings: Settings) -> Settings:
     """Spread ``[conversation] language`` to the sections that depend on it: Whisper's
     language (and a multilingual model where the configured one is English-only, or
     where ``asr.languages`` lets a turn be in several), the turn-taking rules (the
-    English word lists only where every turn is English), the prompt (replies in the
+    English word lists only where every turn is English), Whisper's beam (Mandarin's
+    is wider, where ``asr.beam_size`` is left at its default), the prompt (replies in the
     language) and the voice (the catalogue's voice for it where the bundled English one
     is configured). Nothing is loaded or fetched here: a model that is missing is a
     clear error when it loads."""
@@ -180,6 +181,8 @@ def with_language(settings: Settings) -> Settings:
         return settings
     if english_only_asr(settings.asr.model):
         settings.asr.model = MULTILINGUAL
+    if language in BEAM_FOR_LANGUAGE and settings.asr.beam_size == AsrConfig().beam_size:
+        settings.asr.beam_size = BEAM_FOR_LANGUAGE[language]
     name = LANGUAGE_NAMES.get(language, f"the language with code {language!r}")
     instruction = f"Always reply in {name}."
     if instruction not in settings.llm.system_prompt:

@@ -144,6 +144,20 @@ def test_the_language_setting_spreads(tmp_path: Path, monkeypatch: pytest.Monkey
     assert via_persona.turn.language == "zh"
 
 
+def test_mandarin_gets_a_wider_beam_unless_one_is_set() -> None:
+    """Greedy decoding streamed Mandarin over the 15% CER target on one machine, beam 5
+    under it on both (docs/languages.md); English keeps greedy, a beam set by hand stays."""
+    from voice.config import Settings, with_language
+
+    def beam(language: str, beam_size: int = 1) -> int:
+        settings = Settings()
+        settings.conversation.language = language
+        settings.asr.beam_size = beam_size
+        return with_language(settings).asr.beam_size
+
+    assert (beam("zh"), beam("en"), beam("de"), beam("zh", 3)) == (5, 1, 1, 3)
+
+
 def test_a_voice_not_pulled_says_how_to_pull_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
