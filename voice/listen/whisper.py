@@ -40,8 +40,7 @@ MAX_AUDIO_S = 29.0  # longest audio one pass accepts, leaving room for the margi
 # Whisper's beam for a conversation in these languages, where `asr.beam_size` is left at
 # its default. Mandarin (docs/languages.md): greedy decoding streamed 14.9% and 15.4% CER
 # on the corpus's clips on two machines, beam 5 12.9% on both, for 10-37% more compute
-# (real-time factor 0.51 -> 0.57-0.70 on one thread): homophones are where it errs, and
-# a wider search picks the likelier characters.
+# (real-time factor 0.51 -> 0.57-0.70, `voice bench mandarin`).
 BEAM_FOR_LANGUAGE = {"zh": 5}
 
 
