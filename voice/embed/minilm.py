@@ -8,10 +8,10 @@ faster-whisper. Batched, this pass embeds many texts (an index being built) fast
 than llama.cpp does; one question at a time, llama.cpp with Q8_0 weights
 (:mod:`voice.embed.llama_bert`) is about a third quicker (docs/knowledge.md).
 
-BLAS runs on ``threads`` threads for a query (1 by default: a query is too small to
-gain from two, and the other engines own the cores) and on ``batch_threads`` for many
-texts at once (2: an index is built at start, before a conversation uses the cores);
-the limit is taken around each call with `threadpoolctl`.
+BLAS runs on ``threads`` threads (1 by default: a query is too small to gain from
+two, and the other engines own the cores), and on ``build_threads`` for
+:meth:`Embedder.embed_for_index` (2: a knowledge index is built at start, before a
+conversation uses the cores); the limit is taken around each call with `threadpoolctl`.
 """
 
 from __future__ import annotations
@@ -49,10 +49,11 @@ _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 class EmbedderConfig:
     model: str = ""  # a folder with model.safetensors, tokenizer.json, config.json; "" bundled
     threads: int = 1
-    # BLAS threads for a call of more than QUERY_TEXTS texts (an index or a tool list
-    # being embedded, at start): a 1,000-entry knowledge file's first load took 13.0-14.5 s
-    # on two against 20.5-21.1 s on one (AVX-512 EPYC, docs/knowledge.md).
-    batch_threads: int = 2
+    # BLAS threads for a knowledge index being built (embed_for_index, at start; a
+    # browser page's tools, embedded while other conversations run, stay on `threads`):
+    # a 1,000-entry file's first load took 13.0-14.5 s on two against 20.5-21.1 s on one
+    # (AVX-512 EPYC, docs/knowledge.md).
+    build_threads: int = 2
     max_tokens: int = 128  # longer texts are cut (an answer's first sentences carry its topic)
     # "llama": a few texts at a time (a lookup's question) go through llama.cpp on a Q8_0
     # copy of the weights, written once into the models cache: about a third quicker than
@@ -163,7 +164,7 @@ class Embedder:
         ]
         self._blas: Any = None
         self._blas_threads = thread_budget(self.config.threads)  # once: a lookup is a hot path
-        self._batch_blas_threads = thread_budget(self.config.batch_threads)
+        self._build_blas_threads = thread_budget(self.config.build_threads)
         try:
             from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
@@ -209,6 +210,14 @@ class Embedder:
 
     def embed(self, texts: Sequence[str], batch: int = 32) -> FloatArray:
         """Unit vectors, one row per text, in order (shape (len(texts), 384))."""
+        return self._embed(texts, batch, self._blas_threads)
+
+    def embed_for_index(self, texts: Sequence[str]) -> FloatArray:
+        """:meth:`embed`, with BLAS on ``build_threads``: an index built at start, when
+        no conversation needs the cores yet."""
+        return self._embed(texts, 32, self._build_blas_threads)
+
+    def _embed(self, texts: Sequence[str], batch: int, blas_threads: int) -> FloatArray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._llama is not None and len(texts) <= QUERY_TEXTS:
@@ -216,7 +225,7 @@ class Embedder:
         ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # batches of like lengths
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        with self._lock, self._threads(many=len(texts) > QUERY_TEXTS):
+        with self._lock, self._threads(blas_threads):
             for start in range(0, len(order), batch):
                 chunk = order[start : start + batch]
                 out[chunk] = self._forward([ids[i] for i in chunk])
@@ -245,12 +254,11 @@ class Embedder:
                 out[i] = out[i][: encoding.offsets[-2][1]]  # the last piece before [SEP]
         return out
 
-    def _threads(self, many: bool = False) -> contextlib.AbstractContextManager[object]:
-        """BLAS on ``threads`` threads for one call, ``batch_threads`` for ``many``
-        texts (the libraries are looked up once: looking them up per call cost 2 ms)."""
+    def _threads(self, limit: int) -> contextlib.AbstractContextManager[object]:
+        """BLAS on ``limit`` threads for one call (the libraries are looked up once:
+        looking them up per call cost 2 ms)."""
         if self._blas is None:
             return contextlib.nullcontext()
-        limit = self._batch_blas_threads if many else self._blas_threads
         return self._blas.limit(limits=limit)  # type: ignore[no-any-return]
 
     def _forward(self, batch: list[list[int]]) -> FloatArray:

@@ -171,11 +171,13 @@ class KnowledgeIndex:
             self._vocabulary = self._word_vectors(list(owners))
 
     def _embed_cached(self, texts: list[str], cache_dir: Path | None) -> FloatArray:
-        """Embeddings of ``texts``: from the cache folder's store where known."""
+        """Embeddings of ``texts``: from the cache folder's store where known (an
+        encoder with ``embed_for_index`` embeds the rest with its build threads)."""
+        embed = getattr(self.embedder, "embed_for_index", self.embedder.embed)
         if cache_dir is None:
-            return self.embedder.embed(texts)
+            return embed(texts)  # type: ignore[no-any-return]
         model = str(getattr(self.embedder, "name", type(self.embedder).__name__))
-        return VectorStore(cache_dir, model).vectors(texts, self.embedder.embed)
+        return VectorStore(cache_dir, model).vectors(texts, embed)
 
     def word_scores(self, text: str) -> FloatArray:
         """For each entry, the IDF-weighted share of the text's words it contains."""
