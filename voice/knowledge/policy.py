@@ -98,8 +98,9 @@ class KnowledgeConfig:
     # when it is itself a weaker match (its score plus its lead over the one after it
     # reaches context_threshold). 1: the best only, then the unknown reply.
     asks: int = 2
-    # A confident entry with no price for a "how much" question, or no time for a "when"
-    # question, is treated as a weaker match (voice.knowledge.fact_kinds): asked back.
+    # A confident entry without the kind of fact asked for (no price for "how much", no
+    # time for "when", no number to ring for "what's the phone number", none for "how
+    # many", no length for "how long"; voice.knowledge.fact_kinds) is asked back.
     fact_kinds: bool = True
     small_talk_threshold: float = 0.6  # this close to a small-talk line is small talk
     # Said as written to a question about the assistant itself, who it is or what it
