@@ -272,6 +272,15 @@ def test_a_question_about_the_assistant_gets_its_introduction(index: KnowledgeIn
                          Embedder.default())  # fmt: skip
     mine = Grounding(own, KnowledgeConfig(path="x", introduction="I'm Ada."))
     assert mine("Who are you?").text == "The robot guide."
+    # Without a persona, an NPC's own entry answers every way of asking, not only its
+    # heading's ("who are you" has no word to weigh, so its score alone was not enough)
+    npc = Grounding(own, KnowledgeConfig(path="x"))
+    for question in ("who are you", "who am I talking to", "tell me about yourself"):
+        assert (npc(question).kind, npc(question).text) == ("say", "The robot guide."), question
+    # a question about someone else is not about the assistant, however near it embeds
+    for other in ("who is he?", "what's her name?", "who is it?", "do you have one?"):
+        assert npc(other).kind != "say", other
+        assert kiosk(other).text != "I'm Ada, the guide.", other
 
 
 def test_asking_for_the_last_reply_again_is_told_apart(index: KnowledgeIndex) -> None:

@@ -23,6 +23,7 @@ asked the name in its own prompt, called Ada "Mara".
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,10 +56,13 @@ SMALL_TALK = (
 # Questions about the assistant itself: who it is (its ``introduction``, else "I'm
 # <name>."), and what it can do (its ``introduction`` only: a name does not say that).
 IDENTITY = (
-    "what's your name", "what is your name", "may I ask your name", "do you have a name",
-    "who are you", "who am I talking to", "who is this", "what are you called",
-    "what should I call you", "tell me about yourself", "introduce yourself",
+    "what's your name", "what is your name", "may I ask your name",
+    "do you have a name of your own", "who are you", "who am I talking to", "who is this",
+    "what are you called", "what should I call you", "tell me about yourself",
+    "introduce yourself",
 )  # fmt: skip
+# ("do you have a name of your own", not "do you have a name": that one was as near to
+# "do you have one?" (0.67) as small talk must be, and "I'm Brom." answered it.)
 CAPABILITY = (
     "what can you do", "what can you help me with", "how can you help me",
     "what can I ask you", "what do you know", "what are you for",
@@ -70,6 +74,18 @@ REPEAT = (
     "what did you say", "sorry, what was that", "come again", "I didn't catch that",
     "sorry, I missed that", "I didn't hear you", "one more time, please",
 )  # fmt: skip
+# An entry with a phrasing this close to one of IDENTITY (CAPABILITY) is the file's own
+# answer to such questions ("Who are you? | What is your name?" is; "Who founded the
+# museum?" is not).
+OWN_ENTRY = 0.8
+# A question about someone else ("who is he?", "what's her name?", "who is it?") is not
+# about the assistant, however near its embedding is to "who is this?" (0.78-0.88: the
+# encoder barely weighs a pronoun). English words: another language is never held back.
+_SOMEONE_ELSE = re.compile(
+    r"\b(he|she|it|they|him|her|them|his|their|that (man|woman|guy|lady|person|boy|girl))\b",
+    re.IGNORECASE,
+)
+_TO_YOU = re.compile(r"\b(you|your|yours|yourself|ya|this)\b", re.IGNORECASE)
 # One word asked back, too short for its meaning to be sure of, taken as it is written.
 _REPEAT_WORDS = {"what?", "sorry?", "huh?", "eh?", "pardon?", "pardon", "pardon me?", "again?"}
 
@@ -234,13 +250,20 @@ class Grounding:
         self.index = index
         self.config = config
         self._small_talk = index.embedder.embed(list(SMALL_TALK))
-        # Questions about the assistant, each with its answer as written.
+        # Questions about the assistant, each with its answer as written: the file's own
+        # entry for them where it has one (an NPC's "Who are you?"), else the persona's.
         who = config.introduction or (f"I'm {config.name}." if config.name else "")
         about: tuple[tuple[tuple[str, ...], str], ...] = (
             (IDENTITY, who),
             (CAPABILITY, config.introduction),
         )
-        self._about = [(index.embedder.embed(list(lines)), said) for lines, said in about if said]
+        self._about: list[tuple[FloatArray, str, int | None]] = []
+        for lines, introduction in about:
+            vectors = index.embedder.embed(list(lines))
+            own = index.entries_asked_as(vectors, OWN_ENTRY)
+            said = index.entries[own[0]].answer if own else introduction
+            if said:
+                self._about.append((vectors, said, own[0] if own else None))
         self._repeat = index.embedder.embed(list(REPEAT))
         # The last few decisions by text: a speculative reply and the reply it becomes
         # (or another session asked the same) cost one lookup, not two.
@@ -267,11 +290,23 @@ class Grounding:
 
         if text.strip().lower() in _REPEAT_WORDS or nearer(self._repeat):
             return Decision("repeat", "", matches, small_talk)
-        for lines, said in self._about:
-            if nearer(lines):
+        about_you = not _SOMEONE_ELSE.search(text) or bool(_TO_YOU.search(text))
+        for lines, said, own in self._about if about_you else ():
+            # the file's own entry was found as the question itself: as near to the lines
+            # as small talk must be is enough ("who are you?" has no word to weigh)
+            if nearer(lines) or (
+                best is not None
+                and best.index == own
+                and float(np.max(lines @ vector)) >= config.small_talk_threshold
+            ):
                 return Decision("say", said, matches, small_talk)
-        # A confident entry without the kind of fact asked for is asked back (below).
-        held_back = best is not None and config.fact_kinds and missing_kind(text, best.entry.answer)
+        # A confident entry without the kind of fact asked for is asked back (below), and
+        # so is the file's own "Who are you?" entry for a question about someone else
+        # (Brom's, with confidence, for "who is he?").
+        held_back = best is not None and (
+            (config.fact_kinds and bool(missing_kind(text, best.entry.answer)))
+            or (not about_you and any(best.index == own for _, _, own in self._about))
+        )
         if best is not None and best.confidence >= config.threshold and not held_back:
             if config.answer == "generate":
                 return Decision("context", self._context(matches), matches, small_talk)

@@ -179,6 +179,15 @@ class KnowledgeIndex:
         model = str(getattr(self.embedder, "name", type(self.embedder).__name__))
         return VectorStore(cache_dir, model).vectors(texts, embed)
 
+    def entries_asked_as(self, lines: FloatArray, closeness: float) -> list[int]:
+        """The entries one of whose phrasings is within ``closeness`` (cosine) of one of
+        ``lines`` (unit vectors): an entry written as the question those lines ask ("Who
+        are you? | What is your name?"), in file order."""
+        if not len(self._phrasings) or not len(lines):
+            return []
+        near = np.flatnonzero((self._phrasings @ lines.T).max(axis=1) >= closeness)
+        return sorted({int(self._phrasing_owner[row]) for row in near})
+
     def word_scores(self, text: str) -> FloatArray:
         """For each entry, the IDF-weighted share of the text's words it contains."""
         scores = np.zeros(len(self.entries), dtype=np.float32)
