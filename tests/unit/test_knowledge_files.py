@@ -234,6 +234,20 @@ def test_the_policy_says_entries_declines_the_rest_and_leaves_small_talk(
     assert context.kind == "context" and "Mill Street" in context.text
 
 
+def test_small_talk_is_not_answered_with_an_entry_that_shares_its_words() -> None:
+    """Nearer a small-talk line than to any entry's phrasing is small talk, even where
+    the entry's other texts match with confidence (the leisure centre told "can you hear
+    me okay?" about its hearing loop)."""
+    loop = "## Is there a hearing loop?\nYes, you can hear us through the loop at reception.\n"
+    grounding = Grounding(
+        KnowledgeIndex(parse_knowledge(SCRIPTED + loop), Embedder.default()),
+        KnowledgeConfig(path="x"),
+    )
+    assert grounding("can you hear me okay?").kind == "chat"
+    assert grounding("do you have a hearing loop?").kind == "say"
+    assert grounding("hi, where is the cafe?").kind == "say"  # a greeting, then a question
+
+
 def test_hesitations_in_a_transcript_do_not_count_against_the_question(
     index: KnowledgeIndex,
 ) -> None:

@@ -307,12 +307,15 @@ class Grounding:
             (config.fact_kinds and bool(missing_kind(text, best.entry.answer)))
             or (not about_you and any(best.index == own for _, _, own in self._about))
         )
+        # Small talk before a confident entry: nearer a small-talk line than to any entry's
+        # phrasing, it is small talk however well an entry's other texts match ("can you
+        # hear me?" had been told about the hearing loop, "see you" where the smithy is).
+        if nearer(self._small_talk):
+            return Decision("chat", "", matches, small_talk)
         if best is not None and best.confidence >= config.threshold and not held_back:
             if config.answer == "generate":
                 return Decision("context", self._context(matches), matches, small_talk)
             return Decision("say", best.entry.answer, matches, small_talk)
-        if nearer(self._small_talk):
-            return Decision("chat", "", matches, small_talk)
         weak = best is not None and best.confidence >= config.context_threshold
         if config.answer == "auto" and weak:
             return Decision("context", self._context(matches), matches, small_talk)
