@@ -395,6 +395,8 @@ def test_a_question_back_names_the_heading_and_yes_or_no_decides() -> None:
 
     assert clarifying_question("Where is the cafe?") == "Do you mean: where is the cafe?"
     assert clarifying_question("Ticket prices") == "Do you mean: ticket prices?"
+    assert clarifying_question("GP appointments") == "Do you mean: GP appointments?"
+    assert clarifying_question("I lost my bag") == "Do you mean: I lost my bag?"
     assert clarifying_question("Horario", "¿Pregunta por: {heading}?") == (
         "¿Pregunta por: horario?"
     )

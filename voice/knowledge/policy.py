@@ -239,7 +239,11 @@ def clarifying_question(heading: str, template: str = ASK_TEXT) -> str:
     where is the cafe?", "Do you mean: ticket prices?"); a topic heading reads as well
     as a question heading in this form."""
     heading = heading.strip().rstrip(".?？。")
-    return template.format(heading=f"{heading[:1].lower()}{heading[1:]}")
+    first = heading.split(" ", 1)[0]
+    # An acronym stays ("GP appointments", "ATM"), and so does "I" ("I lost my ticket").
+    if sum(c.isupper() for c in first) < 2 and first != "I" and not first.startswith("I'"):
+        heading = f"{heading[:1].lower()}{heading[1:]}"
+    return template.format(heading=heading)
 
 
 class Grounding:
