@@ -182,6 +182,23 @@ def test_a_close_stand_in_for_a_word_counts_for_part_of_it() -> None:
     assert index.word_scores(exact)[0] == off.word_scores(exact)[0]
 
 
+def test_a_british_or_american_word_counts_as_its_synonym() -> None:
+    """ "loo" and "toilets" are far apart in the word-piece table (0.07), so no stand-in
+    helped; the synonym counts in full, and only for the entry that has it."""
+    embedder = Embedder.default()
+    entries = parse_knowledge(
+        "## Toilets\nThe toilets are next to the main entrance.\n"
+        "## Pharmacy\nThe pharmacy is on the ground floor.\n"
+        "## Cafe\nThe cafe is on the first floor.\n"
+    )
+    for weights in (Weights(), Weights(similar_word=0.0)):
+        index = KnowledgeIndex(entries, embedder, weights)
+        assert list(index.word_scores("where is the loo")) == [1.0, 0.0, 0.0]
+        assert list(index.word_scores("where is the chemist")) == [0.0, 1.0, 0.0]
+    grounding = Grounding(KnowledgeIndex(entries, embedder), KnowledgeConfig(path="x"))
+    assert "toilets" in grounding("excuse me, where's the loo?").matches[0].entry.answer
+
+
 def test_an_edited_file_embeds_only_the_texts_that_changed(
     index: KnowledgeIndex, tmp_path: Path
 ) -> None:

@@ -90,6 +90,34 @@ def terms(text: str) -> list[str]:
     return [stem(w) for w in words_of(text)]
 
 
+# Words for the same thing in British, American and everyday English, which the
+# encoder's word-piece table does not place near each other ("loo" and "toilets" 0.07,
+# "pram" and "pushchairs" 0.14): a visitor's word counts as its synonym in an entry.
+# Only words with one meaning at a kiosk: not "lift" (a ride too), "line" (a railway's),
+# "washroom" (a room to wash in, at an inn), "bathroom" (a hotel room's) or "litter" (of cubs).
+_SYNONYM_GROUPS = (
+    "toilet toilets loo loos lavatory lavatories restroom restrooms wc gents",
+    "pharmacy pharmacies chemist chemists drugstore",
+    "pushchair pushchairs buggy buggies pram prams stroller strollers",
+    "elevator elevators lifts",
+    "atm atms cashpoint cashpoints",
+    "nappy nappies diaper diapers",
+    "rubbish trash garbage",
+    "luggage baggage suitcase suitcases",
+    "timetable timetables schedule schedules",
+    "pensioner pensioners senior seniors oap oaps",
+    "holiday holidays vacation vacations",
+    "motorway motorways highway highways freeway freeways",
+    "pavement sidewalk",
+    "cafe cafeteria canteen",
+    "doctor doctors gp gps physician",
+    "poorly unwell sick ill",
+)
+SYNONYMS: dict[str, frozenset[str]] = {
+    stem(word): frozenset(stem(w) for w in group.split()) - {stem(word)}
+    for group in _SYNONYM_GROUPS
+    for word in group.split()
+}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -198,26 +226,31 @@ class KnowledgeIndex:
         for t in query:
             for i in self._postings.get(t, ()):
                 scores[i] += self._idf[t]
-        if self._vocabulary is not None:
-            scores += self._stand_in_scores(text)
+        scores += self._stand_in_scores(text)
         return scores / np.float32(total)
 
     def _stand_in_scores(self, text: str) -> FloatArray:
-        """For each entry, the weight of the text's words it lacks but has a close
-        stand-in for, each counted by how close (the best stand-in in the entry)."""
-        assert self._vocabulary is not None and self._word_vectors is not None
+        """For each entry, the weight of the text's words it lacks but has a synonym of
+        (in full: "loo" for "toilets") or a close stand-in for (each counted by how
+        close, the best stand-in in the entry)."""
         scores = np.zeros(len(self.entries), dtype=np.float32)
         by_term = {stem(w): w for w in words_of(text)}  # one spelling per term
         if not by_term:
             return scores
         floor = self.weights.similar_word
-        closeness = self._word_vectors(list(by_term.values())) @ self._vocabulary.T
-        for (t, _), row in zip(by_term.items(), closeness, strict=True):
+        closeness = None
+        if self._vocabulary is not None and self._word_vectors is not None:
+            closeness = self._word_vectors(list(by_term.values())) @ self._vocabulary.T
+        for n, t in enumerate(by_term):
             credit = np.zeros(len(self.entries), dtype=np.float32)
-            for v in np.flatnonzero(row > floor):
-                share = (float(row[v]) - floor) / (1.0 - floor)
-                owners = self._vocabulary_owners[v]
-                credit[owners] = np.maximum(credit[owners], share)
+            if closeness is not None:
+                row = closeness[n]
+                for v in np.flatnonzero(row > floor):
+                    share = (float(row[v]) - floor) / (1.0 - floor)
+                    owners = self._vocabulary_owners[v]
+                    credit[owners] = np.maximum(credit[owners], share)
+            for synonym in SYNONYMS.get(t, ()):
+                credit[self._postings.get(synonym, [])] = 1.0
             credit[self._postings.get(t, [])] = 0.0  # the word itself already counted
             scores += self._idf.get(t, self._unseen_idf) * credit
         return scores
