@@ -11,8 +11,8 @@ phone number for the pharmacy" a number to ring (where the entry only says where
 pharmacy is), "how many" a number, "how long" or "how far" a length of time or way. An entry
 that has none of the kind asked for is not said outright; it is asked back ("Do you
 mean: parking?"), as a weaker match would be, so a visitor who did mean it still gets
-it after a "yes" and one who did not hears the unknown reply. Measured on the four
-example sets (docs/knowledge.md): no right answer lost, a few more questions back.
+it after a "yes" and one who did not hears the unknown reply. Measured on the example
+sets (docs/knowledge.md): no right answer lost, a few more questions back.
 
 English question words only: a question in another language is never held back here.
 """

@@ -12,7 +12,8 @@ the numbers):
   ("mummies") counts against every entry, which helps tell a question the file does
   not cover from one it does. A word the entry does not have but a close stand-in
   for ("cab" for "taxi", "kids" for "children": their vectors in the encoder's own
-  word-piece table, no model pass) counts for part of its weight.
+  word-piece table, no model pass) counts for part of its weight, and a synonym the
+  table does not know ("loo" for "toilets": ``SYNONYMS``) for all of it.
 
 The score is their weighted sum; the confidence the thresholds use adds the best
 entry's lead over the next one, because an absolute score depends on how a file is
