@@ -505,3 +505,29 @@ def test_a_question_file_is_read_strictly_and_a_bare_phrase_is_a_group(tmp_path:
             load_questions(tmp_path / "bad.jsonl")
     with pytest.raises(ConfigError, match=r"missing\.jsonl not found"):
         load_questions(tmp_path / "missing.jsonl")  # a clear error, not a traceback
+
+
+def test_spoken_answers_are_matched_to_questions_by_when_they_started() -> None:
+    """A question said with a pause got two replies (one cut off, then the whole
+    turn's): matched in order, every later answer had moved onto the next question."""
+    from voice.bench.knowledge_spoken import answers_by_question
+    from voice.transports.simulate import ScriptTurn
+
+    silence = np.zeros(160, dtype=np.float32)
+    turns = [ScriptTurn(silence, f"t{i}", start_sample=i * 160_000) for i in range(3)]
+    owner = [0, 1, 1]  # question 1 was asked back, and its visitor said "yes"
+
+    def reply(reply_id: int, at_s: float, text: str) -> list[dict[str, object]]:
+        start = {"type": "reply_start", "reply_id": reply_id, "utterance_id": reply_id,
+                 "audio_ms": at_s * 1000}  # fmt: skip
+        return [start, {"type": "reply_text", "reply_id": reply_id, "text": text}]
+
+    events = [
+        *reply(1, 2.0, "Cut off."),
+        *reply(2, 4.0, "The cafe is upstairs."),  # the whole first turn's reply
+        *reply(3, 12.0, "Do you mean: parking?"),
+        *reply(4, 22.0, "Parking is on Mill Street."),
+    ]
+    answers, order = answers_by_question(events, turns, owner)
+    assert answers == {0: "The cafe is upstairs.", 1: "Parking is on Mill Street."}
+    assert order == [1, 2, 3, 4]

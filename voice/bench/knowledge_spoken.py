@@ -10,11 +10,13 @@ it; its own cost is the retrieval's ``lookup_ms``.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 import numpy as np
 
 from voice.app.build import build_session
+from voice.audio.format import SAMPLE_RATE
 from voice.config import Settings
 from voice.conversation.metrics import summarize
 from voice.runtime.engines import Engines
@@ -46,17 +48,7 @@ def spoken_run(
             )  # fmt: skip
             owner.append(i)
     result = simulate(Script(turns), build_session(settings, engines), engines)
-    replies: dict[int, str] = {}
-    order: list[int] = []
-    for event in result.events:
-        if event["type"] == "reply_start" and event["utterance_id"] != -1:
-            order.append(event["reply_id"])
-            replies[event["reply_id"]] = ""
-        elif event["type"] == "reply_text" and event["reply_id"] in replies:
-            replies[event["reply_id"]] += event["text"]
-    last: dict[int, str] = {}  # each question's last reply: the answer after a yes or no
-    for turn_owner, reply_id in zip(owner, order, strict=False):
-        last[turn_owner] = replies[reply_id].strip()
+    last, order = answers_by_question(result.events, turns, owner)
     said = [last.get(i, "") for i in range(len(questions))]
     right = unknowns = wrong_turns = 0
     n_in = sum(q.in_scope for q in questions)
@@ -75,3 +67,29 @@ def spoken_run(
         "voice_to_voice_ms": summary["voice_to_voice_ms"],
         "speculation_hit_rate": summary["speculation_hit_rate"],
     }
+
+
+def answers_by_question(
+    events: list[dict[str, Any]], turns: list[ScriptTurn], owner: list[int]
+) -> tuple[dict[int, str], list[int]]:
+    """Each question's last reply (the answer after a yes or a no), and every reply's id
+    in order. A reply belongs to the turn said last before it started: a visitor who
+    paused mid-question and was answered twice (a reply cut off, then the whole turn's)
+    must not shift every later answer onto the next question, as matching replies to
+    turns in order did. ``owner``: the question each turn belongs to."""
+    starts_ms = [
+        float("inf") if t.start_sample is None else t.start_sample * 1000 / SAMPLE_RATE
+        for t in turns
+    ]
+    replies: dict[int, str] = {}
+    order: list[int] = []
+    last_reply: dict[int, int] = {}
+    for event in events:
+        if event["type"] == "reply_start" and event["utterance_id"] != -1:
+            order.append(event["reply_id"])
+            replies[event["reply_id"]] = ""
+            turn = bisect.bisect_right(starts_ms, float(event["audio_ms"])) - 1
+            last_reply[owner[max(turn, 0)]] = event["reply_id"]
+        elif event["type"] == "reply_text" and event["reply_id"] in replies:
+            replies[event["reply_id"]] += event["text"]
+    return {i: replies[reply_id].strip() for i, reply_id in last_reply.items()}, order
