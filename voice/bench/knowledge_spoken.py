@@ -50,7 +50,7 @@ def spoken_run(
     result = simulate(Script(turns), build_session(settings, engines), engines)
     last, order = answers_by_question(result.events, turns, owner)
     said = [last.get(i, "") for i in range(len(questions))]
-    right = unknowns = wrong_turns = 0
+    right = unknowns = 0
     n_in = sum(q.in_scope for q in questions)
     for question, text in zip(questions, said, strict=False):
         declined = text.lower().startswith(unknown.lower())

@@ -268,6 +268,7 @@ class Grounding:
             said = index.entries[own[0]].answer if own else introduction
             if said:
                 self._about.append((vectors, said, own[0] if own else None))
+        self._own_entries = {own for _, _, own in self._about if own is not None}
         self._repeat = index.embedder.embed(list(REPEAT))
         # The last few decisions by text: a speculative reply and the reply it becomes
         # (or another session asked the same) cost one lookup, not two.
@@ -287,34 +288,32 @@ class Grounding:
         small_talk = float(np.max(self._small_talk @ vector))
         best = matches[0] if matches else None
 
-        def nearer(lines: FloatArray) -> bool:
-            """As close to one of ``lines`` as small talk must be, closer than any entry."""
-            score = float(np.max(lines @ vector))
+        def nearer(score: float) -> bool:
+            """``score`` (the best cosine to a set of lines) as close as small talk must
+            be, and closer than any entry."""
             return score >= config.small_talk_threshold and (best is None or score > best.meaning)
 
-        if text.strip().lower() in _REPEAT_WORDS or nearer(self._repeat):
+        if text.strip().lower() in _REPEAT_WORDS or nearer(float(np.max(self._repeat @ vector))):
             return Decision("repeat", "", matches, small_talk)
         about_you = not _SOMEONE_ELSE.search(text) or bool(_TO_YOU.search(text))
         for lines, said, own in self._about if about_you else ():
+            near = float(np.max(lines @ vector))
             # the file's own entry was found as the question itself: as near to the lines
             # as small talk must be is enough ("who are you?" has no word to weigh)
-            if nearer(lines) or (
-                best is not None
-                and best.index == own
-                and float(np.max(lines @ vector)) >= config.small_talk_threshold
-            ):
+            own_found = best is not None and best.index == own
+            if nearer(near) or (own_found and near >= config.small_talk_threshold):
                 return Decision("say", said, matches, small_talk)
         # A confident entry without the kind of fact asked for is asked back (below), and
         # so is the file's own "Who are you?" entry for a question about someone else
         # (Brom's, with confidence, for "who is he?").
         held_back = best is not None and (
             (config.fact_kinds and bool(missing_kind(text, best.entry.answer)))
-            or (not about_you and any(best.index == own for _, _, own in self._about))
+            or (not about_you and best.index in self._own_entries)
         )
         # Small talk before a confident entry: nearer a small-talk line than to any entry's
         # phrasing, it is small talk however well an entry's other texts match ("can you
         # hear me?" had been told about the hearing loop, "see you" where the smithy is).
-        if nearer(self._small_talk):
+        if nearer(small_talk):
             return Decision("chat", "", matches, small_talk)
         if best is not None and best.confidence >= config.threshold and not held_back:
             if config.answer == "generate":
